@@ -1,0 +1,2 @@
+#include "nasd/log.h"
+int main(void) { log_info("placeholder"); return 0; }

@@ -1,0 +1,25 @@
+#!/bin/bash
+# Runs Check unit test binaries (args) and tests/integration/*.sh; prints one closing tally.
+# UNIT_ONLY=1 / INTEGRATION_ONLY=1 restrict; TESTS=pattern filters integration scripts.
+cd "$(dirname "$0")/.." || exit 1
+pass=0; fail=0; failed=()
+if [ -z "$INTEGRATION_ONLY" ]; then
+  for t in "$@"; do
+    echo "== unit $(basename "$t")"
+    if timeout 300 "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
+  done
+fi
+if [ -z "$UNIT_ONLY" ]; then
+  for t in tests/integration/*.sh; do
+    [ -e "$t" ] || continue
+    [ -n "$TESTS" ] && [[ "$t" != *$TESTS* ]] && continue
+    echo "== integration $(basename "$t")"
+    start=$(date +%s)
+    if timeout 900 bash "$t"; then pass=$((pass+1)); r=ok; else fail=$((fail+1)); failed+=("$t"); r=FAIL; fi
+    echo "-- $(basename "$t"): $r in $(( $(date +%s) - start ))s"
+  done
+fi
+echo
+[ ${#failed[@]} -gt 0 ] && printf 'FAILED: %s\n' "${failed[@]}"
+echo "tests: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

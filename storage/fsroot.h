@@ -1,0 +1,27 @@
+#pragma once
+/* The narrow file backend for NFS: a dataset is a directory tree rooted at root_fd.
+ * Services must resolve every name with *at() calls relative to directory fds they
+ * obtained from root_fd, never through absolute paths.
+ * Quota: nasd tracks used bytes; services reserve before growing a file. */
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct nasd_fsroot {
+    int root_fd;              /* O_DIRECTORY fd of the dataset root */
+    char path[4096];          /* absolute path of the root (for logs / handles DB) */
+    char name[128];           /* "pool/dataset" */
+    uint64_t fsid;            /* stable, unique per dataset */
+    _Atomic uint64_t quota;   /* bytes, 0 = none; may change live via REST */
+    _Atomic int64_t used;     /* bytes in use (block-rounded file sizes) */
+    atomic_int refs;
+};
+
+/* Opens the dataset directory and computes current usage by walking it. */
+struct nasd_fsroot *nasd_fsroot_open(const char *path, const char *name, uint64_t fsid,
+                                     uint64_t quota, int *err);
+struct nasd_fsroot *nasd_fsroot_get(struct nasd_fsroot *f);
+void nasd_fsroot_put(struct nasd_fsroot *f);
+/* Account delta bytes (positive to grow). Returns 0, or -EDQUOT (nothing charged). */
+int nasd_fsroot_charge(struct nasd_fsroot *f, int64_t delta);
+/* Bytes a file of this size occupies for quota purposes (4 KiB rounding). */
+static inline int64_t nasd_fsroot_usage_of(uint64_t size) { return (int64_t)((size + 4095) & ~4095ull); }
