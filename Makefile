@@ -9,7 +9,9 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lisal -lxxhash -llz4 
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 # Every .c under these folders goes into libnasd.a; nasd/main.c is the daemon entry.
-LIB_SRCS := $(filter-out nasd/main.c,$(wildcard nasd/*.c api/*.c storage/*.c db/*.c iscsi/*.c nfs/*.c selftest/*.c))
+# COMPONENTS can be narrowed while one part is developed alone (with its own B=build-x).
+COMPONENTS ?= nasd api storage db iscsi nfs selftest
+LIB_SRCS := $(filter-out nasd/main.c,$(wildcard $(addsuffix /*.c,$(COMPONENTS))))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 TOOL_BINS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(wildcard tests/tools/*.c))
