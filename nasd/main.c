@@ -1,2 +1,94 @@
+/* nasd: NAS appliance daemon entry point. */
+#include "api/api.h"
+#include "nasd/appliance.h"
+#include "nasd/config.h"
 #include "nasd/log.h"
-int main(void) { log_info("placeholder"); return 0; }
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: nasd [--config FILE] [--listen HOST:PORT] [--db PATH] [--state-dir DIR] [--web-dir DIR]\n"
+        "            [--iscsi-portal HOST:PORT|\"\"] [--nfs-bind ADDR|\"\"] [--nfs-port N] [--mount-port N]\n"
+        "            [--portmap-port N|-1] [--demo] [--log-level error|warn|info|debug]\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "config", required_argument, 0, 'c' }, { "listen", required_argument, 0, 'l' },
+        { "db", required_argument, 0, 'd' }, { "state-dir", required_argument, 0, 's' },
+        { "web-dir", required_argument, 0, 'w' }, { "iscsi-portal", required_argument, 0, 'i' },
+        { "nfs-bind", required_argument, 0, 'n' }, { "nfs-port", required_argument, 0, 'N' },
+        { "mount-port", required_argument, 0, 'M' }, { "portmap-port", required_argument, 0, 'P' },
+        { "demo", no_argument, 0, 'D' }, { "log-level", required_argument, 0, 'L' },
+        { "help", no_argument, 0, 'h' }, { 0 },
+    };
+    static const char *keys[128] = { ['l'] = "listen", ['d'] = "db", ['s'] = "state_dir", ['w'] = "web_dir",
+        ['i'] = "iscsi_portal", ['n'] = "nfs_bind", ['N'] = "nfs_port", ['M'] = "mount_port",
+        ['P'] = "portmap_port", ['L'] = "log_level" };
+    struct nasd_config cfg;
+    char err[1024];
+    config_defaults(&cfg);
+    /* config file first, so flags override it wherever they appear */
+    for (int i = 1; i < argc - 1; i++) {
+        if (!strcmp(argv[i], "--config") && config_load_file(&cfg, argv[i + 1], err, sizeof err)) {
+            fprintf(stderr, "nasd: %s\n", err);
+            return 2;
+        }
+    }
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'c') continue;
+        if (c == 'h') { usage(stdout); return 0; }
+        if (c == 'D') { cfg.demo = 1; continue; }
+        if (c == '?' || c >= 128 || !keys[c]) { usage(stderr); return 2; }
+        if (config_set(&cfg, keys[c], optarg, err, sizeof err)) {
+            fprintf(stderr, "nasd: %s\n", err);
+            return 2;
+        }
+    }
+    if (optind < argc) { usage(stderr); return 2; }
+    nasd_log_level = cfg.log_level;
+
+    /* Signals are taken synchronously by the main thread; every other thread inherits the mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    static struct appliance app;
+    if (appliance_start(&app, &cfg, err, sizeof err)) {
+        log_err("start failed: %s", err);
+        appliance_stop(&app);
+        return 1;
+    }
+    char *lvl = db_setting_get(&app.db, "log_level");
+    if (lvl && nasd_log_level_parse(lvl) >= 0) nasd_log_level = nasd_log_level_parse(lvl);
+    free(lvl);
+    if (cfg.demo && db_int(&app.db, 0, "SELECT count(*) FROM pools", "") == 0) {
+        if (appliance_create_demo(&app, err, sizeof err)) log_err("demo pool: %s", err);
+    }
+    struct http_server *http = http_start(&app, err, sizeof err);
+    if (!http) {
+        log_err("%s", err);
+        appliance_stop(&app);
+        return 1;
+    }
+    log_info("nasd ready: REST API and UI on http://%s/", cfg.listen);
+    int sig = 0;
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+        log_info("SIGHUP ignored (configuration lives in the database)");
+    log_info("signal %d: shutting down", sig);
+    http_stop(http);
+    appliance_stop(&app);
+    log_info("stopped");
+    return 0;
+}

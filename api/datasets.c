@@ -1,0 +1,148 @@
+/* /api/v1/datasets — directory trees with a quota, exported over NFS. */
+#include "api/api.h"
+#include "nasd/log.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define DATASET_SELECT "SELECT d.id, p.name AS pool, d.name, p.name || '/' || d.name AS full_name, d.quota, " \
+                       "d.compression, d.comment, d.created FROM datasets d JOIN pools p ON p.id=d.pool_id "
+
+static json_t *decorate(struct appliance *a, json_t *row)
+{
+    const char *pool = json_string_value(json_object_get(row, "pool"));
+    const char *name = json_string_value(json_object_get(row, "name"));
+    char path[4096];
+    storage_dataset_path(a->storage, pool, name, path, sizeof path);
+    json_object_set_new(row, "path", json_string(path));
+    int err = 0;
+    struct nasd_fsroot *f = storage_dataset_open(a->storage, pool, name, 0, 0, &err);
+    json_object_set_new(row, "used", json_integer(f ? atomic_load(&f->used) : 0));
+    nasd_fsroot_put(f);
+    json_object_set_new(row, "exports", json_integer(db_int(&a->db, 0, "SELECT count(*) FROM nfs_exports WHERE dataset_id=?",
+                                                             "i", (int64_t)json_integer_value(json_object_get(row, "id")))));
+    return row;
+}
+
+static json_t *get_by_id(struct appliance *a, int64_t id)
+{
+    json_t *row = db_row(&a->db, DATASET_SELECT "WHERE d.id=?", "i", id);
+    return row ? decorate(a, row) : NULL;
+}
+
+static void list(struct api_call *c, struct api_reply *r)
+{
+    const char *pool = c->query ? c->query(c->conn, "pool") : NULL;
+    json_t *rows = pool ? db_rows(&c->app->db, DATASET_SELECT "WHERE p.name=? ORDER BY full_name", "s", pool)
+                        : db_rows(&c->app->db, DATASET_SELECT "ORDER BY full_name", "");
+    size_t i;
+    json_t *v;
+    json_array_foreach(rows, i, v) decorate(c->app, v);
+    api_ok(r, 200, rows);
+}
+
+static void get(struct api_call *c, struct api_reply *r)
+{
+    int64_t id = api_lookup_pool_obj(c, r, "datasets", c->key);
+    if (id >= 0) api_ok(r, 200, get_by_id(c->app, id));
+}
+
+static int get_compression(struct api_call *c, struct api_reply *r, const char **out)
+{
+    if (api_get_str(c, r, "compression", 0, out)) return -1;
+    if (*out && strcmp(*out, "off") && strcmp(*out, "lz4")) {
+        api_error(r, 400, "invalid_field", "compression must be \"off\" or \"lz4\"");
+        return -1;
+    }
+    return 0;
+}
+
+/* quota: a size, or 0 / "none" for no quota */
+static int get_quota(struct api_call *c, struct api_reply *r, int64_t *out)
+{
+    json_t *q = json_object_get(c->body, "quota");
+    if (!q) return 0;
+    if ((json_is_integer(q) && json_integer_value(q) == 0) || json_is_null(q) ||
+        (json_is_string(q) && !strcmp(json_string_value(q), "none"))) {
+        *out = 0;
+        return 0;
+    }
+    uint64_t v;
+    if (api_get_size(c, r, "quota", 0, &v)) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+static void create(struct api_call *c, struct api_reply *r)
+{
+    static const char *const allowed[] = { "pool", "name", "quota", "compression", "comment", NULL };
+    const char *pool = NULL, *name = NULL, *comp = "off", *comment = "";
+    int64_t quota = 0;
+    if (api_body_object(c, r, allowed) || api_get_name(c, r, "pool", 1, &pool) || api_get_name(c, r, "name", 1, &name) ||
+        get_quota(c, r, &quota) || get_compression(c, r, &comp) || api_get_str(c, r, "comment", 0, &comment))
+        return;
+    struct appliance *a = c->app;
+    int64_t pool_id = db_int(&a->db, -1, "SELECT id FROM pools WHERE name=?", "s", pool);
+    if (pool_id < 0) { api_error(r, 404, "not_found", "pool \"%s\" not found", pool); return; }
+    if (db_int(&a->db, -1, "SELECT id FROM datasets WHERE pool_id=? AND name=?", "is", pool_id, name) >= 0) {
+        api_error(r, 409, "exists", "dataset %s/%s exists", pool, name);
+        return;
+    }
+    char err[512];
+    int rc = storage_dataset_create(a->storage, pool, name, err, sizeof err);
+    if (rc) { api_errno(r, rc, err); return; }
+    int64_t id;
+    if (db_exec(&a->db, &id, "INSERT INTO datasets(pool_id, name, quota, compression, comment, created) "
+                "VALUES(?,?,?,?,?,?)", "isissi", pool_id, name, quota, comp, comment, (int64_t)time(NULL))) {
+        api_error(r, 500, "db", "%s", db_errmsg(&a->db));
+        return;
+    }
+    log_info("dataset %s/%s created", pool, name);
+    api_ok(r, 201, get_by_id(a, id));
+}
+
+static void patch(struct api_call *c, struct api_reply *r)
+{
+    static const char *const allowed[] = { "quota", "compression", "comment", NULL };
+    int64_t id = api_lookup_pool_obj(c, r, "datasets", c->key);
+    const char *comp = NULL, *comment = NULL;
+    int64_t quota = -1;
+    if (id < 0 || api_body_object(c, r, allowed) || get_quota(c, r, &quota) || get_compression(c, r, &comp) ||
+        api_get_str(c, r, "comment", 0, &comment))
+        return;
+    struct appliance *a = c->app;
+    if (quota >= 0) db_exec(&a->db, NULL, "UPDATE datasets SET quota=? WHERE id=?", "ii", quota, id);
+    if (comp) db_exec(&a->db, NULL, "UPDATE datasets SET compression=? WHERE id=?", "si", comp, id);
+    if (comment) db_exec(&a->db, NULL, "UPDATE datasets SET comment=? WHERE id=?", "si", comment, id);
+    if (quota >= 0) appliance_dataset_changed(a, id);
+    api_ok(r, 200, get_by_id(a, id));
+}
+
+static void del(struct api_call *c, struct api_reply *r)
+{
+    int64_t id = api_lookup_pool_obj(c, r, "datasets", c->key);
+    if (id < 0) return;
+    struct appliance *a = c->app;
+    if (db_int(&a->db, 0, "SELECT count(*) FROM nfs_exports WHERE dataset_id=?", "i", id)) {
+        api_error(r, 409, "in_use", "dataset is exported over NFS; delete the export first");
+        return;
+    }
+    json_t *row = db_row(&a->db, DATASET_SELECT "WHERE d.id=?", "i", id);
+    char pool[128], name[128], err[512];
+    snprintf(pool, sizeof pool, "%s", json_string_value(json_object_get(row, "pool")));
+    snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
+    json_decref(row);
+    if (db_exec(&a->db, NULL, "DELETE FROM datasets WHERE id=?", "i", id)) {
+        api_error(r, 500, "db", "%s", db_errmsg(&a->db));
+        return;
+    }
+    int rc = storage_dataset_destroy(a->storage, pool, name, err, sizeof err);
+    if (rc) log_warn("dataset %s/%s removed from config but not from disk: %s", pool, name, err);
+    log_info("dataset %s/%s destroyed", pool, name);
+    api_ok(r, 204, NULL);
+}
+
+const struct api_resource api_datasets = {
+    .prefix = "datasets", .key_has_slash = 1, .list = list, .get = get, .create = create, .patch = patch, .del = del,
+};

@@ -1,0 +1,175 @@
+/* /api/v1/pools */
+#include "api/api.h"
+#include "api/validate.h"
+#include "nasd/log.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static json_t *pool_json(struct appliance *a, json_t *row)
+{
+    int64_t id = json_integer_value(json_object_get(row, "id"));
+    json_t *st = storage_pool_status(a->storage, json_string_value(json_object_get(row, "name")));
+    if (st) {
+        json_object_update(row, st);
+        json_decref(st);
+    } else {
+        json_object_set_new(row, "state", json_string("UNAVAILABLE"));
+    }
+    json_object_set_new(row, "datasets", json_integer(db_int(&a->db, 0, "SELECT count(*) FROM datasets WHERE pool_id=?", "i", id)));
+    json_object_set_new(row, "volumes", json_integer(db_int(&a->db, 0, "SELECT count(*) FROM volumes WHERE pool_id=?", "i", id)));
+    return row;
+}
+
+static void list(struct api_call *c, struct api_reply *r)
+{
+    json_t *rows = db_rows(&c->app->db, "SELECT id, name, layout, comment, created FROM pools ORDER BY name", "");
+    size_t i;
+    json_t *v;
+    json_array_foreach(rows, i, v) pool_json(c->app, v);
+    api_ok(r, 200, rows);
+}
+
+static int64_t lookup(struct api_call *c, struct api_reply *r)
+{
+    return api_lookup(c, r, "pool", "SELECT id FROM pools WHERE id=?", "SELECT id FROM pools WHERE name=?");
+}
+
+static json_t *get_by_id(struct appliance *a, int64_t id)
+{
+    json_t *row = db_row(&a->db, "SELECT id, name, layout, comment, created FROM pools WHERE id=?", "i", id);
+    return row ? pool_json(a, row) : NULL;
+}
+
+static void get(struct api_call *c, struct api_reply *r)
+{
+    int64_t id = lookup(c, r);
+    if (id >= 0) api_ok(r, 200, get_by_id(c->app, id));
+}
+
+/* members: ["/path", ...] or [{"path":..., "size":"1G", "create":true}, ...] */
+static int parse_members(json_t *arr, struct storage_member *m, int max, struct api_reply *r)
+{
+    if (!json_is_array(arr) || !json_array_size(arr)) {
+        api_error(r, 400, "invalid_field", "members must be a non-empty array of paths or {path,size,create}");
+        return -1;
+    }
+    if ((int)json_array_size(arr) > max) { api_error(r, 400, "invalid_field", "at most %d members", max); return -1; }
+    size_t i;
+    json_t *v;
+    char err[256];
+    json_array_foreach(arr, i, v) {
+        memset(&m[i], 0, sizeof m[i]);
+        const char *path = json_string_value(json_is_object(v) ? json_object_get(v, "path") : v);
+        if (!path) { api_error(r, 400, "invalid_field", "members[%zu]: path is required", i); return -1; }
+        if (valid_abs_path(path, err, sizeof err)) { api_error(r, 400, "invalid_field", "members[%zu]: %s", i, err); return -1; }
+        snprintf(m[i].path, sizeof m[i].path, "%s", path);
+        if (json_is_object(v)) {
+            const char *k;
+            json_t *f;
+            json_object_foreach(v, k, f) {
+                if (strcmp(k, "path") && strcmp(k, "size") && strcmp(k, "create")) {
+                    api_error(r, 400, "unknown_field", "members[%zu]: unknown field \"%s\"", i, k);
+                    return -1;
+                }
+            }
+            json_t *cr = json_object_get(v, "create");
+            if (cr && !json_is_boolean(cr)) { api_error(r, 400, "invalid_field", "members[%zu].create must be boolean", i); return -1; }
+            m[i].create = json_is_true(cr);
+            json_t *sz = json_object_get(v, "size");
+            if (sz && parse_size(sz, &m[i].size, err, sizeof err)) {
+                api_error(r, 400, "invalid_field", "members[%zu].size: %s", i, err);
+                return -1;
+            }
+            if (m[i].create && !sz) { api_error(r, 400, "missing_field", "members[%zu]: create needs a size", i); return -1; }
+        }
+    }
+    return (int)json_array_size(arr);
+}
+
+void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
+{
+    static const char *const allowed[] = { "name", "layout", "members", "comment", NULL };
+    struct api_call c = { .app = a, .body = body };
+    const char *name = NULL, *layout = "stripe", *comment = "";
+    if (api_body_object(&c, r, allowed) || api_get_name(&c, r, "name", 1, &name) ||
+        api_get_str(&c, r, "layout", 0, &layout) || api_get_str(&c, r, "comment", 0, &comment))
+        return;
+    if (strcmp(layout, "stripe") && strcmp(layout, "mirror") && strcmp(layout, "raidz1")) {
+        api_error(r, 400, "invalid_field", "layout must be stripe, mirror or raidz1");
+        return;
+    }
+    struct storage_member m[16];
+    int n = parse_members(json_object_get(body, "members"), m, 16, r);
+    if (n < 0) return;
+    if (db_int(&a->db, -1, "SELECT id FROM pools WHERE name=?", "s", name) >= 0) {
+        api_error(r, 409, "exists", "pool \"%s\" exists", name);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (db_int(&a->db, -1, "SELECT id FROM pool_members WHERE path=?", "s", m[i].path) >= 0) {
+            api_error(r, 409, "in_use", "%s is already a member of another pool", m[i].path);
+            return;
+        }
+    }
+    char err[512];
+    int rc = storage_pool_create(a->storage, name, layout, m, n, err, sizeof err);
+    if (rc) { api_errno(r, rc, err); return; }
+    json_t *st = storage_pool_status(a->storage, name);
+    json_t *mst = json_object_get(st, "members");
+    int64_t id;
+    db_begin(&a->db);
+    rc = db_exec(&a->db, &id, "INSERT INTO pools(name, layout, comment, created) VALUES(?,?,?,?)", "sssi", name,
+                 layout, comment, (int64_t)time(NULL));
+    for (int i = 0; i < n && !rc; i++)
+        rc = db_exec(&a->db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(?,?,?,?)", "iisi", id,
+                     (int64_t)i, m[i].path, (int64_t)json_integer_value(json_object_get(json_array_get(mst, i), "size")));
+    json_decref(st);
+    if (rc) {
+        db_rollback(&a->db);
+        storage_pool_destroy(a->storage, name, err, sizeof err);
+        api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
+        return;
+    }
+    db_commit(&a->db);
+    log_info("pool %s created (%s, %d members)", name, layout, n);
+    api_ok(r, 201, get_by_id(a, id));
+}
+
+static void create(struct api_call *c, struct api_reply *r) { api_pool_create(c->app, c->body, r); }
+
+static void patch(struct api_call *c, struct api_reply *r)
+{
+    static const char *const allowed[] = { "comment", NULL };
+    const char *comment = NULL;
+    int64_t id = lookup(c, r);
+    if (id < 0 || api_body_object(c, r, allowed) || api_get_str(c, r, "comment", 0, &comment)) return;
+    if (comment && strlen(comment) > 256) { api_error(r, 400, "invalid_field", "comment longer than 256"); return; }
+    if (comment) db_exec(&c->app->db, NULL, "UPDATE pools SET comment=? WHERE id=?", "si", comment, id);
+    api_ok(r, 200, get_by_id(c->app, id));
+}
+
+static void del(struct api_call *c, struct api_reply *r)
+{
+    int64_t id = lookup(c, r);
+    if (id < 0) return;
+    int64_t used = db_int(&c->app->db, 0, "SELECT (SELECT count(*) FROM datasets WHERE pool_id=?1) + "
+                          "(SELECT count(*) FROM volumes WHERE pool_id=?1)", "i", id);
+    if (used) { api_error(r, 409, "in_use", "pool has %lld datasets/volumes; delete them first", (long long)used); return; }
+    json_t *row = db_row(&c->app->db, "SELECT name FROM pools WHERE id=?", "i", id);
+    char name[128], err[512];
+    snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
+    json_decref(row);
+    if (db_exec(&c->app->db, NULL, "DELETE FROM pools WHERE id=?", "i", id)) {
+        api_error(r, 500, "db", "%s", db_errmsg(&c->app->db));
+        return;
+    }
+    storage_pool_destroy(c->app->storage, name, err, sizeof err);
+    log_info("pool %s destroyed", name);
+    api_ok(r, 204, NULL);
+}
+
+const struct api_resource api_pools = {
+    .prefix = "pools", .list = list, .get = get, .create = create, .patch = patch, .del = del,
+};

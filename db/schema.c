@@ -1,0 +1,78 @@
+/* Schema migrations: each entry moves the schema from version i to i+1. Never edit
+ * a released entry; append a new one. */
+#include "db/db.h"
+#include "nasd/log.h"
+#include <stdio.h>
+
+static const char *migrations[] = {
+    /* 1: initial configuration schema */
+    "CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+    "  password_hash TEXT, created INTEGER NOT NULL);"
+    "CREATE TABLE api_tokens(id INTEGER PRIMARY KEY,"
+    "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+    "  token_hash TEXT UNIQUE NOT NULL, description TEXT NOT NULL DEFAULT '', created INTEGER NOT NULL);"
+    "CREATE TABLE pools(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+    "  layout TEXT NOT NULL CHECK(layout IN ('stripe','mirror','raidz1')),"
+    "  comment TEXT NOT NULL DEFAULT '', created INTEGER NOT NULL);"
+    "CREATE TABLE pool_members(id INTEGER PRIMARY KEY,"
+    "  pool_id INTEGER NOT NULL REFERENCES pools(id) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL, path TEXT UNIQUE NOT NULL, size INTEGER NOT NULL, UNIQUE(pool_id, idx));"
+    "CREATE TABLE datasets(id INTEGER PRIMARY KEY,"
+    "  pool_id INTEGER NOT NULL REFERENCES pools(id) ON DELETE RESTRICT, name TEXT NOT NULL,"
+    "  quota INTEGER NOT NULL DEFAULT 0, compression TEXT NOT NULL DEFAULT 'off',"
+    "  comment TEXT NOT NULL DEFAULT '', created INTEGER NOT NULL, UNIQUE(pool_id, name));"
+    "CREATE TABLE volumes(id INTEGER PRIMARY KEY,"
+    "  pool_id INTEGER NOT NULL REFERENCES pools(id) ON DELETE RESTRICT, name TEXT NOT NULL,"
+    "  size INTEGER NOT NULL, block_size INTEGER NOT NULL DEFAULT 512,"
+    "  compression TEXT NOT NULL DEFAULT 'off', comment TEXT NOT NULL DEFAULT '',"
+    "  created INTEGER NOT NULL, UNIQUE(pool_id, name));"
+    "CREATE TABLE iscsi_exports(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+    "  iqn TEXT UNIQUE NOT NULL, alias TEXT NOT NULL DEFAULT '',"
+    "  chap_user TEXT NOT NULL DEFAULT '', chap_secret TEXT NOT NULL DEFAULT '',"
+    "  mutual_user TEXT NOT NULL DEFAULT '', mutual_secret TEXT NOT NULL DEFAULT '',"
+    "  initiators_json TEXT NOT NULL DEFAULT '[]', enabled INTEGER NOT NULL DEFAULT 1,"
+    "  created INTEGER NOT NULL);"
+    "CREATE TABLE iscsi_luns(export_id INTEGER NOT NULL REFERENCES iscsi_exports(id) ON DELETE CASCADE,"
+    "  lun INTEGER NOT NULL, volume_id INTEGER NOT NULL REFERENCES volumes(id) ON DELETE RESTRICT,"
+    "  PRIMARY KEY(export_id, lun));"
+    "CREATE TABLE nfs_exports(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+    "  dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE RESTRICT,"
+    "  path TEXT UNIQUE NOT NULL, clients_json TEXT NOT NULL DEFAULT '[]',"
+    "  read_only INTEGER NOT NULL DEFAULT 0, root_squash INTEGER NOT NULL DEFAULT 1,"
+    "  all_squash INTEGER NOT NULL DEFAULT 0, anonuid INTEGER NOT NULL DEFAULT 65534,"
+    "  anongid INTEGER NOT NULL DEFAULT 65534, enabled INTEGER NOT NULL DEFAULT 1,"
+    "  created INTEGER NOT NULL);",
+};
+
+int db_latest_schema_version(void) { return (int)(sizeof migrations / sizeof *migrations); }
+
+int db_migrate(nasd_db *db, char *err, size_t errlen)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db->h, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);",
+                     NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
+    int v = db_schema_version(db);
+    if (v > db_latest_schema_version()) {
+        snprintf(err, errlen, "database schema version %d is newer than this nasd (%d)", v,
+                 db_latest_schema_version());
+        return -1;
+    }
+    for (; v < db_latest_schema_version(); v++) {
+        if (sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK) goto fail;
+        if (sqlite3_exec(db->h, migrations[v], NULL, NULL, &msg) != SQLITE_OK) {
+            sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+            goto fail;
+        }
+        db_exec(db, NULL, "DELETE FROM schema_version", "");
+        db_exec(db, NULL, "INSERT INTO schema_version(version) VALUES(?)", "i", (int64_t)v + 1);
+        if (sqlite3_exec(db->h, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) goto fail;
+        log_info("db: migrated schema to version %d", v + 1);
+    }
+    return 0;
+fail:
+    snprintf(err, errlen, "migration failed: %s", msg ? msg : sqlite3_errmsg(db->h));
+    sqlite3_free(msg);
+    return -1;
+}

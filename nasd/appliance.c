@@ -1,0 +1,294 @@
+/* Runtime glue between the configuration DB, the storage manager and the services. */
+#define _GNU_SOURCE
+#include "nasd/appliance.h"
+#include "iscsi/iscsi.h"
+#include "nasd/log.h"
+#include "nfs/nfs.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static struct export_rt *rt_find(struct appliance *a, enum export_type t, int64_t id, int create)
+{
+    for (struct export_rt *e = a->exports; e; e = e->next)
+        if (e->type == t && e->id == id) return e;
+    if (!create) return NULL;
+    struct export_rt *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->type = t;
+    e->id = id;
+    e->stats = nasd_stats_new();
+    e->next = a->exports;
+    a->exports = e;
+    return e;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static int apply_iscsi(struct appliance *a, struct export_rt *e, json_t *row, char *err, size_t errlen)
+{
+    if (!a->iscsi) { snprintf(err, errlen, "iSCSI service is not running"); return -ENOTCONN; }
+    struct iscsi_target_cfg *c = calloc(1, sizeof *c);
+    if (!c) return -ENOMEM;
+    snprintf(c->iqn, sizeof c->iqn, "%s", jstr(row, "iqn"));
+    snprintf(c->alias, sizeof c->alias, "%s", jstr(row, "alias"));
+    snprintf(c->chap_user, sizeof c->chap_user, "%s", jstr(row, "chap_user"));
+    snprintf(c->chap_secret, sizeof c->chap_secret, "%s", jstr(row, "chap_secret"));
+    snprintf(c->mutual_user, sizeof c->mutual_user, "%s", jstr(row, "mutual_user"));
+    snprintf(c->mutual_secret, sizeof c->mutual_secret, "%s", jstr(row, "mutual_secret"));
+    json_t *inits = json_object_get(row, "initiators"), *v;
+    size_t i;
+    json_array_foreach(inits, i, v) {
+        if (c->ninitiators < ISCSI_MAX_ACL && json_is_string(v))
+            snprintf(c->initiators[c->ninitiators++], sizeof c->initiators[0], "%s", json_string_value(v));
+    }
+    json_t *luns = db_rows(&a->db,
+        "SELECT l.lun, v.name AS volume, v.block_size, p.name AS pool FROM iscsi_luns l "
+        "JOIN volumes v ON v.id=l.volume_id JOIN pools p ON p.id=v.pool_id WHERE l.export_id=? ORDER BY l.lun",
+        "i", e->id);
+    int rc = 0;
+    json_array_foreach(luns, i, v) {
+        if (c->nluns >= ISCSI_MAX_LUNS) break;
+        int berr = 0;
+        nasd_bdev *b = storage_volume_open(a->storage, jstr(v, "pool"), jstr(v, "volume"),
+                                           (uint32_t)json_integer_value(json_object_get(v, "block_size")), &berr);
+        if (!b) {
+            snprintf(err, errlen, "cannot open volume %s/%s: %s", jstr(v, "pool"), jstr(v, "volume"), strerror(-berr));
+            rc = berr;
+            break;
+        }
+        c->luns[c->nluns].lun = json_integer_value(json_object_get(v, "lun"));
+        c->luns[c->nluns++].bdev = b;
+    }
+    json_decref(luns);
+    c->stats = e->stats;
+    if (!rc) {
+        rc = iscsi_server_set_target(a->iscsi, c);
+        if (rc) snprintf(err, errlen, "iSCSI target %s: %s", c->iqn, strerror(-rc));
+    }
+    for (unsigned l = 0; l < c->nluns; l++) nasd_bdev_put(c->luns[l].bdev);
+    free(c);
+    return rc;
+}
+
+static int apply_nfs(struct appliance *a, struct export_rt *e, json_t *row, char *err, size_t errlen)
+{
+    if (!a->nfs) { snprintf(err, errlen, "NFS service is not running"); return -ENOTCONN; }
+    json_t *ds = db_row(&a->db, "SELECT d.id, d.name, d.quota, p.name AS pool FROM datasets d "
+                        "JOIN pools p ON p.id=d.pool_id WHERE d.id=?", "i",
+                        (int64_t)json_integer_value(json_object_get(row, "dataset_id")));
+    if (!ds) { snprintf(err, errlen, "dataset of export not found"); return -ENOENT; }
+    struct nfs_export_cfg *c = calloc(1, sizeof *c);
+    int ferr = 0, rc = 0;
+    c->export_id = (uint32_t)e->id;
+    snprintf(c->path, sizeof c->path, "%s", jstr(row, "path"));
+    c->read_only = json_integer_value(json_object_get(row, "read_only"));
+    c->root_squash = json_integer_value(json_object_get(row, "root_squash"));
+    c->all_squash = json_integer_value(json_object_get(row, "all_squash"));
+    c->anonuid = json_integer_value(json_object_get(row, "anonuid"));
+    c->anongid = json_integer_value(json_object_get(row, "anongid"));
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(row, "clients"), i, v) {
+        if (c->nnets < NFS_MAX_CLIENT_NETS && json_is_string(v) &&
+            nfs_parse_client_net(json_string_value(v), &c->nets[c->nnets]) == 0)
+            c->nnets++;
+    }
+    c->fs = storage_dataset_open(a->storage, jstr(ds, "pool"), jstr(ds, "name"),
+                                 (uint64_t)json_integer_value(json_object_get(ds, "id")),
+                                 (uint64_t)json_integer_value(json_object_get(ds, "quota")), &ferr);
+    if (!c->fs) {
+        snprintf(err, errlen, "cannot open dataset %s/%s: %s", jstr(ds, "pool"), jstr(ds, "name"), strerror(-ferr));
+        rc = ferr;
+    } else {
+        c->stats = e->stats;
+        rc = nfs_server_set_export(a->nfs, c);
+        if (rc) snprintf(err, errlen, "NFS export %s: %s", c->path, strerror(-rc));
+        nasd_fsroot_put(c->fs);
+    }
+    json_decref(ds);
+    free(c);
+    return rc;
+}
+
+static void unserve(struct appliance *a, struct export_rt *e)
+{
+    if (!e->active) return;
+    if (e->type == EXPORT_ISCSI && a->iscsi) {
+        json_t *row = db_row(&a->db, "SELECT iqn FROM iscsi_exports WHERE id=?", "i", e->id);
+        if (row) iscsi_server_remove_target(a->iscsi, jstr(row, "iqn"));
+        json_decref(row);
+    } else if (e->type == EXPORT_NFS && a->nfs) {
+        nfs_server_remove_export(a->nfs, (uint32_t)e->id);
+    }
+    e->active = 0;
+}
+
+int appliance_apply_export(struct appliance *a, enum export_type t, int64_t id, char *err, size_t errlen)
+{
+    const char *sql = t == EXPORT_ISCSI ? "SELECT * FROM iscsi_exports WHERE id=?" : "SELECT * FROM nfs_exports WHERE id=?";
+    json_t *row = db_row(&a->db, sql, "i", id);
+    if (!row) { snprintf(err, errlen, "export %lld not found", (long long)id); return -ENOENT; }
+    pthread_mutex_lock(&a->lock);
+    struct export_rt *e = rt_find(a, t, id, 1);
+    int rc = 0;
+    snprintf(e->name, sizeof e->name, "%s", jstr(row, "name"));
+    if (!json_integer_value(json_object_get(row, "enabled"))) {
+        unserve(a, e);
+    } else {
+        rc = t == EXPORT_ISCSI ? apply_iscsi(a, e, row, err, errlen) : apply_nfs(a, e, row, err, errlen);
+        e->active = rc == 0;
+    }
+    pthread_mutex_unlock(&a->lock);
+    json_decref(row);
+    return rc;
+}
+
+void appliance_remove_export(struct appliance *a, enum export_type t, int64_t id)
+{
+    pthread_mutex_lock(&a->lock);
+    struct export_rt **pp = &a->exports;
+    while (*pp && !((*pp)->type == t && (*pp)->id == id)) pp = &(*pp)->next;
+    struct export_rt *e = *pp;
+    if (e) {
+        unserve(a, e);
+        *pp = e->next;
+        nasd_stats_put(e->stats);
+        free(e);
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+void appliance_dataset_changed(struct appliance *a, int64_t dataset_id)
+{
+    json_t *rows = db_rows(&a->db, "SELECT id FROM nfs_exports WHERE dataset_id=?", "i", dataset_id);
+    size_t i;
+    json_t *v;
+    char err[256];
+    json_array_foreach(rows, i, v) {
+        if (appliance_apply_export(a, EXPORT_NFS, json_integer_value(json_object_get(v, "id")), err, sizeof err))
+            log_warn("re-applying NFS export: %s", err);
+    }
+    json_decref(rows);
+}
+
+struct nasd_io_stats *appliance_export_stats(struct appliance *a, enum export_type t, int64_t id)
+{
+    pthread_mutex_lock(&a->lock);
+    struct export_rt *e = rt_find(a, t, id, 0);
+    struct nasd_io_stats *s = e ? nasd_stats_get(e->stats) : NULL;
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+int appliance_open_pool(struct appliance *a, int64_t pool_id, char *err, size_t errlen)
+{
+    json_t *p = db_row(&a->db, "SELECT name, layout FROM pools WHERE id=?", "i", pool_id);
+    json_t *ms = db_rows(&a->db, "SELECT path, size FROM pool_members WHERE pool_id=? ORDER BY idx", "i", pool_id);
+    int rc = -ENOENT;
+    if (p && ms) {
+        struct storage_member m[16] = { 0 };
+        int n = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(ms, i, v) {
+            if (n == 16) break;
+            snprintf(m[n].path, sizeof m[n].path, "%s", jstr(v, "path"));
+            m[n++].size = json_integer_value(json_object_get(v, "size"));
+        }
+        rc = storage_pool_open(a->storage, jstr(p, "name"), jstr(p, "layout"), m, n, err, errlen);
+    }
+    json_decref(p);
+    json_decref(ms);
+    return rc;
+}
+
+static void restore(struct appliance *a)
+{
+    char err[512];
+    json_t *rows = db_rows(&a->db, "SELECT id, name FROM pools ORDER BY id", "");
+    size_t i;
+    json_t *v;
+    json_array_foreach(rows, i, v) {
+        if (appliance_open_pool(a, json_integer_value(json_object_get(v, "id")), err, sizeof err))
+            log_err("pool %s: %s", jstr(v, "name"), err);
+    }
+    json_decref(rows);
+    for (int t = EXPORT_ISCSI; t <= EXPORT_NFS; t++) {
+        rows = db_rows(&a->db, t == EXPORT_ISCSI ? "SELECT id, name FROM iscsi_exports ORDER BY id"
+                                                 : "SELECT id, name FROM nfs_exports ORDER BY id", "");
+        int n = 0;
+        json_array_foreach(rows, i, v) {
+            if (appliance_apply_export(a, t, json_integer_value(json_object_get(v, "id")), err, sizeof err))
+                log_err("restoring %s export %s: %s", t == EXPORT_ISCSI ? "iSCSI" : "NFS", jstr(v, "name"), err);
+            else n++;
+        }
+        if (json_array_size(rows))
+            log_info("restored %d of %zu %s exports", n, json_array_size(rows), t == EXPORT_ISCSI ? "iSCSI" : "NFS");
+        json_decref(rows);
+    }
+}
+
+static int start_services(struct appliance *a, char *err, size_t errlen)
+{
+    if (a->cfg.iscsi_portal[0]) {
+        a->iscsi = iscsi_server_start(a->cfg.iscsi_portal, 0, err, errlen);
+        if (!a->iscsi) return -1;
+        log_info("iSCSI target listening on %s", a->cfg.iscsi_portal);
+    }
+    if (a->cfg.nfs_bind[0]) {
+        struct nfs_server_cfg nc = { .nfs_port = a->cfg.nfs_port, .mount_port = a->cfg.mount_port,
+                                     .portmap_port = a->cfg.portmap_port };
+        snprintf(nc.bind_addr, sizeof nc.bind_addr, "%s", a->cfg.nfs_bind);
+        snprintf(nc.state_dir, sizeof nc.state_dir, "%s/nfs", a->cfg.state_dir);
+        mkdir(nc.state_dir, 0700);
+        a->nfs = nfs_server_start(&nc, err, errlen);
+        if (!a->nfs) return -1;
+        log_info("NFS server on %s: nfs %d, mount %d, portmap %d", nc.bind_addr, nfs_server_nfs_port(a->nfs),
+                 nfs_server_mount_port(a->nfs), a->cfg.portmap_port);
+    }
+    return 0;
+}
+
+int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    a->cfg = *cfg;
+    a->started = time(NULL);
+    pthread_mutex_init(&a->lock, NULL);
+    if (mkdir(cfg->state_dir, 0755) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "state dir %s: %s", cfg->state_dir, strerror(errno));
+        return -1;
+    }
+    char abs[1024];
+    if (realpath(cfg->state_dir, abs)) snprintf(a->cfg.state_dir, sizeof a->cfg.state_dir, "%s", abs);
+    if (db_open(&a->db, cfg->db_path, err, errlen)) return -1;
+    a->storage = storage_new(a->cfg.state_dir);
+    if (!a->storage) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (start_services(a, err, errlen)) return -1;
+    restore(a);
+    return 0;
+}
+
+void appliance_stop(struct appliance *a)
+{
+    if (a->iscsi) iscsi_server_stop(a->iscsi);
+    if (a->nfs) nfs_server_stop(a->nfs);
+    a->iscsi = NULL;
+    a->nfs = NULL;
+    while (a->exports) {
+        struct export_rt *e = a->exports;
+        a->exports = e->next;
+        nasd_stats_put(e->stats);
+        free(e);
+    }
+    storage_free(a->storage);
+    a->storage = NULL;
+    db_close(&a->db);
+}
