@@ -11,7 +11,8 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 # Every .c under these folders goes into libnasd.a; nasd/main.c is the daemon entry.
 # COMPONENTS can be narrowed while one part is developed alone (with its own B=build-x).
 COMPONENTS ?= nasd api storage db iscsi nfs selftest
-LIB_SRCS := $(filter-out nasd/main.c,$(wildcard $(addsuffix /*.c,$(COMPONENTS))))
+EXCLUDE ?=
+LIB_SRCS := $(filter-out nasd/main.c $(EXCLUDE),$(wildcard $(addsuffix /*.c,$(COMPONENTS))))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 TOOL_BINS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(wildcard tests/tools/*.c))

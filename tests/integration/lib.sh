@@ -1,0 +1,65 @@
+# Shared helpers for integration tests (source it). Loopback and high ports only.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+NASD=${NASD:-$ROOT/build/nasd}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A TCP port nobody listens on, from a range the tests own.
+free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$(( 20000 + RANDOM % 40000 ))
+    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+  done
+  fail "no free port"
+}
+
+# start_nasd DIR: starts nasd on free ports with state in DIR; sets NASD_PID, API, HTTP_PORT,
+# ISCSI_PORT, NFS_PORT, MOUNT_PORT. Extra args are passed to nasd.
+start_nasd() {
+  local dir=$1; shift
+  HTTP_PORT=${HTTP_PORT:-$(free_port)}
+  ISCSI_PORT=${ISCSI_PORT:-$(free_port)}
+  NFS_PORT=${NFS_PORT:-$(free_port)}
+  MOUNT_PORT=${MOUNT_PORT:-$(free_port)}
+  API=http://127.0.0.1:$HTTP_PORT/api/v1
+  "$NASD" --listen 127.0.0.1:$HTTP_PORT --db "$dir/nasd.db" --state-dir "$dir" --web-dir "$ROOT/web" \
+    --iscsi-portal 127.0.0.1:$ISCSI_PORT --nfs-bind 127.0.0.1 --nfs-port $NFS_PORT --mount-port $MOUNT_PORT \
+    --portmap-port -1 "$@" >>"$dir/nasd.log" 2>&1 &
+  NASD_PID=$!
+  for _ in $(seq 100); do
+    curl -sf "$API/system" >/dev/null 2>&1 && return 0
+    kill -0 $NASD_PID 2>/dev/null || { cat "$dir/nasd.log" >&2; fail "nasd exited at start"; }
+    sleep 0.1
+  done
+  cat "$dir/nasd.log" >&2
+  fail "nasd did not come up"
+}
+
+stop_nasd() {
+  [ -n "$NASD_PID" ] || return 0
+  kill -TERM $NASD_PID 2>/dev/null
+  for _ in $(seq 50); do kill -0 $NASD_PID 2>/dev/null || break; sleep 0.1; done
+  kill -KILL $NASD_PID 2>/dev/null
+  wait $NASD_PID 2>/dev/null
+  NASD_PID=
+}
+
+# api METHOD PATH [JSON] -> prints body; sets STATUS
+api() {
+  local out
+  out=$(curl -s -w '\n%{http_code}' -X "$1" ${3:+-H 'Content-Type: application/json' --data "$3"} "$API/$2")
+  STATUS=${out##*$'\n'}
+  BODY=${out%$'\n'*}
+  printf '%s' "$BODY"
+}
+
+# expect STATUS METHOD PATH [JSON]
+expect() {
+  local want=$1; shift
+  api "$@" >/dev/null
+  [ "$STATUS" = "$want" ] || fail "$1 $2 -> $STATUS (want $want): $BODY"
+}
+
+# jget JSON FILTER — jq filter on a JSON string (jq is installed by scripts/deps.sh)
+jget() { printf '%s' "$1" | jq -r "$2"; }
