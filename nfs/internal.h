@@ -1,0 +1,157 @@
+#pragma once
+/* Internal structures of the NFS service shared by its source files. */
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include "nfs/fh.h"
+#include "nfs/nfs.h"
+#include "nfs/rpc.h"
+#include "nfs/xdr.h"
+
+#define NFS_MAX_IO (1024 * 1024)            /* rtmax / wtmax */
+#define NFS_MAX_RECORD (NFS_MAX_IO + 64 * 1024)
+#define NFS_REPLY_CAP (NFS_MAX_IO + 64 * 1024)
+#define NFS_OBJ_CACHE_MAX 4096              /* cached fds per export */
+
+/* A filesystem object resolved from a handle; cached per export. */
+struct nfs_obj {
+    struct nfs_fh_key key;
+    int fd;                  /* O_PATH */
+    int io_fd;               /* lazily opened for read/write/readdir, -1 */
+    int io_rw;               /* io_fd is writable */
+    int old_io_fd;           /* replaced read-only fd, closed on free */
+    atomic_int refs;         /* the cache holds one while the object is cached */
+    int cached;
+    struct nfs_obj *hnext, *lru_prev, *lru_next;
+};
+
+struct nfs_export {
+    atomic_int refs;
+    struct nfs_export_cfg cfg;
+    struct nasd_fsroot *fs;
+    struct nasd_io_stats *stats;
+    uint32_t gen;
+    dev_t dev;
+    ino_t root_ino;
+    struct nfs_fh_key root_key;
+    uint8_t root_fh[NFS_FH_MAX];
+    size_t root_fh_len;
+    pthread_mutex_t cache_lock;
+    struct nfs_obj **buckets;
+    unsigned nbuckets, count;
+    struct nfs_obj lru;      /* sentinel: lru.lru_next is most recent */
+    pthread_mutex_t size_locks[64]; /* serialize size changes for quota accounting */
+};
+
+struct nfs_mount_entry {
+    struct nfs_mount_entry *next;
+    char host[64];
+    char path[1024];
+};
+
+struct nfs_req;
+
+struct nfs_server {
+    struct nfs_server_cfg cfg;
+    struct nfs_fh_secret secret;
+    uint8_t write_verf[8];
+    mode_t umask;
+    pthread_rwlock_t exports_lock;
+    struct nfs_export **exports;
+    unsigned nexports, exports_cap;
+    int listen_fd[3];        /* nfs, mount, portmap (-1 if none) */
+    int port[3];
+    int epfd, stop_fd;
+    pthread_t net_thread;
+    pthread_t *workers;
+    int nworkers;
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;
+    struct nfs_req *qhead, *qtail;
+    int qidle;               /* workers waiting on qcond */
+    int stopping;
+    pthread_mutex_t mnt_lock;
+    struct nfs_mount_entry *mounts;
+    struct nfs_conn *conns;
+};
+
+struct nfs_conn {
+    int kind;                /* epoll tag: 0 = connection */
+    atomic_int refs;
+    int fd;
+    struct nfs_server *srv;
+    struct sockaddr_storage peer;
+    char peer_str[64];
+    struct rm_reasm rm;
+    pthread_mutex_t send_lock;
+    atomic_int dead;
+    atomic_int inflight;
+    atomic_int paused;
+    struct nfs_conn *cprev, *cnext; /* server list, network thread only */
+};
+
+struct nfs_req {
+    struct nfs_req *next;
+    struct nfs_conn *conn;
+    uint8_t *rec;
+    size_t len;
+    uint64_t t_arrive;
+};
+
+struct nfs_worker {
+    struct nfs_server *srv;
+    uint8_t *rbuf;           /* 4 bytes record mark + reply */
+    int creds_valid;
+    uint32_t fsuid, fsgid, ngroups;
+    uint32_t groups[RPC_MAX_GIDS + 1];
+};
+
+/* Per-request context for MOUNT/NFS procedures. */
+struct nfs_ctx {
+    struct nfs_server *srv;
+    struct nfs_worker *w;
+    struct nfs_conn *conn;
+    struct rpc_call call;
+    struct xdr_dec *args;
+    struct xdr_enc *res;
+    struct nfs_export *exp;  /* export of the first resolved handle (ref held) */
+    uint32_t uid, gid, ngids;  /* credentials after squashing */
+    uint32_t gids[RPC_MAX_GIDS];
+    enum nasd_op_kind kind;
+    uint64_t bytes;
+    int status;              /* NFS status for stats (0 = ok) */
+};
+
+/* export.c */
+struct nfs_export *nfs_export_find_id(struct nfs_server *s, uint32_t id);   /* ref'd */
+struct nfs_export *nfs_export_find_path(struct nfs_server *s, const char *path);
+void nfs_export_put(struct nfs_export *e);
+int nfs_export_allows(const struct nfs_export *e, const struct sockaddr_storage *peer);
+int nfs_net_match(const struct nfs_client_net *n, const struct sockaddr_storage *peer);
+void nfs_exports_clear(struct nfs_server *s);
+int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nfs_fh_key *k,
+                struct nfs_obj **out);
+void nfs_obj_put(struct nfs_obj *o);
+void nfs_obj_evict(struct nfs_export *e, struct nfs_obj *o);
+int nfs_obj_io_fd(struct nfs_export *e, struct nfs_worker *w, struct nfs_obj *o, int want_write);
+size_t nfs_export_make_fh(struct nfs_server *s, const struct nfs_export *e,
+                          const struct nfs_fh_key *k, uint8_t *out);
+
+/* creds.c */
+void nfs_creds_root(struct nfs_worker *w);
+void nfs_creds_user(struct nfs_ctx *c);
+void nfs_ctx_set_creds(struct nfs_ctx *c, const struct nfs_export *e);
+int nfs_may(const struct nfs_ctx *c, const struct stat *st, int want, int owner_override);
+
+/* server.c */
+void nfs_conn_send_reply(struct nfs_conn *conn, uint8_t *buf, size_t len);
+
+/* mount.c */
+void nfs_mount_dispatch(struct nfs_ctx *c);
+void nfs_portmap_dispatch(struct nfs_ctx *c);
+void nfs_mounts_clear(struct nfs_server *s);
+
+/* nfs3.c */
+void nfs3_dispatch(struct nfs_ctx *c);

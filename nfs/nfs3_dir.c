@@ -1,0 +1,372 @@
+/* NFSv3 directory procedures: LOOKUP CREATE MKDIR SYMLINK MKNOD REMOVE RMDIR
+ * RENAME LINK. Names are resolved with *at() calls relative to the directory fd
+ * the handle resolved to; nothing ever follows a symlink. */
+#define _GNU_SOURCE
+#include "nfs/nfs3.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+enum { UNCHECKED = 0, GUARDED = 1, EXCLUSIVE = 2 };
+
+struct dirop { struct nfs3_fh fh; char name[1025]; };
+
+static void get_dirop(struct xdr_dec *d, struct dirop *op)
+{
+    nfs3_get_fh(d, &op->fh);
+    nfs3_get_name(d, op->name);
+}
+
+static int is_dot(const char *n) { return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])); }
+
+/* Resolves a directory handle; non-directories give NOTDIR. */
+static uint32_t resolve_dir(struct nfs_ctx *c, const struct nfs3_fh *fh, struct nfs3_obj *d)
+{
+    uint32_t st = nfs3_resolve(c, fh, d);
+    if (!st && !S_ISDIR(d->st.st_mode)) st = NFS3ERR_NOTDIR;
+    return st;
+}
+
+/* Replies with dir wcc only (the failure body shared by most procedures). */
+static void fail_wcc(struct nfs_ctx *c, uint32_t st, struct nfs3_obj *d)
+{
+    struct stat post;
+    int have = d->o && fstat(d->o->fd, &post) == 0;
+    nfs3_put_status(c, st);
+    nfs3_put_wcc(c, d->o ? &d->st : NULL, have ? &post : NULL);
+    nfs3_release(d);
+}
+
+/* Common checks for procedures that add a name to a directory. */
+static uint32_t check_new_name(struct nfs_ctx *c, const char *name)
+{
+    if (c->exp->cfg.read_only) return NFS3ERR_ROFS;
+    uint32_t st = nfs3_check_name(name);
+    if (st) return st;
+    return is_dot(name) ? NFS3ERR_EXIST : NFS3_OK;
+}
+
+/* Success reply for CREATE/MKDIR/SYMLINK/MKNOD: handle + attrs + dir wcc. */
+static void reply_created(struct nfs_ctx *c, struct nfs3_obj *d, const struct nfs_fh_key *k,
+                          const struct stat *st)
+{
+    struct stat post;
+    int have = fstat(d->o->fd, &post) == 0;
+    nfs3_put_status(c, NFS3_OK);
+    nfs3_put_post_op_fh(c, k);
+    nfs3_put_post_op(c, st);
+    nfs3_put_wcc(c, &d->st, have ? &post : NULL);
+    nfs3_release(d);
+}
+
+int nfs3_lookup(struct nfs_ctx *c)
+{
+    struct dirop op;
+    get_dirop(c->args, &op);
+    if (c->args->err) return -1;
+    struct nfs3_obj d;
+    uint32_t st = resolve_dir(c, &op.fh, &d);
+    if (!st) st = nfs3_check_name(op.name);
+    if (st == NFS3ERR_ACCES && !op.name[0]) st = NFS3ERR_NOENT;
+    if (st) { nfs3_put_status(c, st); nfs3_put_post_op(c, d.o ? &d.st : NULL); nfs3_release(&d); return 0; }
+    struct nfs_fh_key k;
+    struct stat ost;
+    int r = 0;
+    int self = !strcmp(op.name, ".") || (!strcmp(op.name, "..") && nfs3_is_root(c, &d.st));
+    nfs_creds_user(c);
+    if (self) {
+        ost = d.st;
+        r = nfs_fh_from_name(d.o->fd, "", AT_EMPTY_PATH, &k);
+    } else if (fstatat(d.o->fd, op.name, &ost, AT_SYMLINK_NOFOLLOW) < 0) {
+        r = -errno;
+    } else if (ost.st_dev != c->exp->dev) {
+        r = -EACCES;            /* another filesystem mounted inside the export */
+    } else {
+        r = nfs_fh_from_name(d.o->fd, op.name, 0, &k);
+    }
+    if (r) { nfs3_put_status(c, nfs3_errno(r)); nfs3_put_post_op(c, &d.st); nfs3_release(&d); return 0; }
+    nfs3_put_status(c, NFS3_OK);
+    uint8_t fh[NFS_FH_MAX];
+    size_t n = nfs_export_make_fh(c->srv, c->exp, &k, fh);
+    xdr_put_opaque(c->res, fh, (uint32_t)n);
+    nfs3_put_post_op(c, &ost);
+    nfs3_put_post_op(c, &d.st);
+    nfs3_release(&d);
+    return 0;
+}
+
+int nfs3_create(struct nfs_ctx *c)
+{
+    struct dirop op;
+    struct nfs3_sattr sa;
+    uint8_t verf[8] = { 0 };
+    get_dirop(c->args, &op);
+    uint32_t how = xdr_get_u32(c->args);
+    if (how == EXCLUSIVE) {
+        const uint8_t *v = xdr_get_fixed(c->args, 8);
+        if (v) memcpy(verf, v, 8);
+        memset(&sa, 0, sizeof sa);
+    } else {
+        nfs3_get_sattr(c->args, &sa);
+    }
+    if (c->args->err || how > EXCLUSIVE) return -1;
+    struct nfs3_obj d;
+    uint32_t st = resolve_dir(c, &op.fh, &d);
+    if (!st) st = check_new_name(c, op.name);
+    if (st) { fail_wcc(c, st, &d); return 0; }
+
+    nfs_creds_user(c);
+    mode_t mode = sa.set_mode ? (sa.mode & 07777) : 0644;
+    int acc = sa.set_size ? O_RDWR : O_RDONLY;
+    int base = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+    int created = 1;
+    int fd = openat(d.o->fd, op.name, base | acc | O_CREAT | O_EXCL, mode);
+    if (fd < 0 && errno == EEXIST && how != GUARDED) {
+        created = 0;
+        fd = openat(d.o->fd, op.name, base | acc);
+    }
+    if (fd < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
+    struct stat fst;
+    if (fstat(fd, &fst) < 0) st = nfs3_errno(errno);
+    else if (!S_ISREG(fst.st_mode)) st = created ? NFS3ERR_IO : NFS3ERR_EXIST;
+    else if (how == EXCLUSIVE && !created) {
+        /* retransmitted EXCLUSIVE create: same verifier stored in the times */
+        if ((uint32_t)fst.st_atim.tv_sec != ((uint32_t)verf[0] << 24 | verf[1] << 16 | verf[2] << 8 | verf[3]) ||
+            (uint32_t)fst.st_mtim.tv_sec != ((uint32_t)verf[4] << 24 | verf[5] << 16 | verf[6] << 8 | verf[7]))
+            st = NFS3ERR_EXIST;
+    } else if (how == EXCLUSIVE) {
+        struct timespec ts[2] = {
+            { .tv_sec = (uint32_t)verf[0] << 24 | verf[1] << 16 | verf[2] << 8 | verf[3] },
+            { .tv_sec = (uint32_t)verf[4] << 24 | verf[5] << 16 | verf[6] << 8 | verf[7] } };
+        if (futimens(fd, ts) < 0) st = nfs3_errno(errno);
+    } else {
+        if (created && (fst.st_mode & 07777) != mode && fchmod(fd, mode) < 0) st = nfs3_errno(errno);
+        struct nfs3_sattr rest = sa;
+        rest.set_mode = 0;
+        if (!created) {          /* UNCHECKED on an existing file: only truncation applies */
+            memset(&rest, 0, sizeof rest);
+            rest.set_size = sa.set_size;
+            rest.size = sa.size;
+        }
+        if (!st) st = nfs3_apply_sattr(c, fd, 0, NULL, &fst, &rest);
+    }
+    struct nfs_fh_key k;
+    int r = st ? 0 : nfs_fh_from_name(fd, "", AT_EMPTY_PATH, &k);
+    if (!st && r) st = nfs3_errno(r);
+    if (!st) fstat(fd, &fst);
+    close(fd);
+    if (st) {
+        if (created) unlinkat(d.o->fd, op.name, 0);
+        fail_wcc(c, st, &d);
+        return 0;
+    }
+    reply_created(c, &d, &k, &fst);
+    return 0;
+}
+
+/* Finishes MKDIR/SYMLINK/MKNOD: fix mode lost to umask, apply other attributes,
+ * fetch attributes and handle of the new name. */
+static uint32_t finish_new(struct nfs_ctx *c, struct nfs3_obj *d, const char *name, const struct nfs3_sattr *sa,
+                           mode_t mode, struct nfs_fh_key *k, struct stat *st)
+{
+    if (fstatat(d->o->fd, name, st, AT_SYMLINK_NOFOLLOW) < 0) return nfs3_errno(errno);
+    if (!S_ISLNK(st->st_mode) && (st->st_mode & 07777) != mode && fchmodat(d->o->fd, name, mode, 0) < 0)
+        return nfs3_errno(errno);
+    struct nfs3_sattr rest = *sa;
+    rest.set_mode = 0;
+    rest.set_size = 0;
+    if (rest.set_uid || rest.set_gid || rest.atime_how || rest.mtime_how) {
+        int fd = openat(d->o->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return nfs3_errno(errno);
+        uint32_t r = nfs3_apply_sattr(c, fd, 1, NULL, st, &rest);
+        close(fd);
+        if (r) return r;
+    }
+    int r = nfs_fh_from_name(d->o->fd, name, 0, k);
+    if (r) return nfs3_errno(r);
+    if (fstatat(d->o->fd, name, st, AT_SYMLINK_NOFOLLOW) < 0) return nfs3_errno(errno);
+    return NFS3_OK;
+}
+
+int nfs3_mkdir(struct nfs_ctx *c)
+{
+    struct dirop op;
+    struct nfs3_sattr sa;
+    get_dirop(c->args, &op);
+    nfs3_get_sattr(c->args, &sa);
+    if (c->args->err) return -1;
+    struct nfs3_obj d;
+    uint32_t st = resolve_dir(c, &op.fh, &d);
+    if (!st) st = check_new_name(c, op.name);
+    if (st) { fail_wcc(c, st, &d); return 0; }
+    nfs_creds_user(c);
+    mode_t mode = sa.set_mode ? (sa.mode & 07777) : 0755;
+    if (mkdirat(d.o->fd, op.name, mode) < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
+    struct nfs_fh_key k;
+    struct stat nst;
+    st = finish_new(c, &d, op.name, &sa, mode, &k, &nst);
+    if (st) { unlinkat(d.o->fd, op.name, AT_REMOVEDIR); fail_wcc(c, st, &d); return 0; }
+    reply_created(c, &d, &k, &nst);
+    return 0;
+}
+
+int nfs3_symlink(struct nfs_ctx *c)
+{
+    struct dirop op;
+    struct nfs3_sattr sa;
+    char target[NFS3_PATH_MAX + 1];
+    get_dirop(c->args, &op);
+    nfs3_get_sattr(c->args, &sa);
+    xdr_get_string(c->args, target, sizeof target, NFS3_PATH_MAX);
+    if (c->args->err) return -1;
+    struct nfs3_obj d;
+    uint32_t st = resolve_dir(c, &op.fh, &d);
+    if (!st) st = check_new_name(c, op.name);
+    if (!st && !target[0]) st = NFS3ERR_INVAL;
+    if (st) { fail_wcc(c, st, &d); return 0; }
+    nfs_creds_user(c);
+    if (symlinkat(target, d.o->fd, op.name) < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
+    struct nfs_fh_key k;
+    struct stat nst;
+    sa.set_mode = 0;
+    st = finish_new(c, &d, op.name, &sa, 0777, &k, &nst);
+    if (st) { unlinkat(d.o->fd, op.name, 0); fail_wcc(c, st, &d); return 0; }
+    reply_created(c, &d, &k, &nst);
+    return 0;
+}
+
+int nfs3_mknod(struct nfs_ctx *c)
+{
+    struct dirop op;
+    struct nfs3_sattr sa;
+    memset(&sa, 0, sizeof sa);
+    get_dirop(c->args, &op);
+    uint32_t type = xdr_get_u32(c->args);
+    uint32_t maj = 0, min = 0;
+    if (type == NF3CHR || type == NF3BLK) {
+        nfs3_get_sattr(c->args, &sa);
+        maj = xdr_get_u32(c->args);
+        min = xdr_get_u32(c->args);
+    } else if (type == NF3SOCK || type == NF3FIFO) {
+        nfs3_get_sattr(c->args, &sa);
+    }
+    if (c->args->err) return -1;
+    struct nfs3_obj d;
+    uint32_t st = resolve_dir(c, &op.fh, &d);
+    if (!st) st = check_new_name(c, op.name);
+    if (!st && type != NF3CHR && type != NF3BLK && type != NF3SOCK && type != NF3FIFO) st = NFS3ERR_BADTYPE;
+    if (st) { fail_wcc(c, st, &d); return 0; }
+    mode_t fmt = type == NF3CHR ? S_IFCHR : type == NF3BLK ? S_IFBLK : type == NF3SOCK ? S_IFSOCK : S_IFIFO;
+    mode_t mode = sa.set_mode ? (sa.mode & 07777) : 0644;
+    nfs_creds_user(c);
+    if (mknodat(d.o->fd, op.name, fmt | mode, makedev(maj, min)) < 0) {
+        fail_wcc(c, nfs3_errno(errno), &d);
+        return 0;
+    }
+    struct nfs_fh_key k;
+    struct stat nst;
+    st = finish_new(c, &d, op.name, &sa, mode, &k, &nst);
+    if (st) { unlinkat(d.o->fd, op.name, 0); fail_wcc(c, st, &d); return 0; }
+    reply_created(c, &d, &k, &nst);
+    return 0;
+}
+
+static int remove_common(struct nfs_ctx *c, int rmdir)
+{
+    struct dirop op;
+    get_dirop(c->args, &op);
+    if (c->args->err) return -1;
+    struct nfs3_obj d;
+    uint32_t st = resolve_dir(c, &op.fh, &d);
+    if (!st && c->exp->cfg.read_only) st = NFS3ERR_ROFS;
+    if (!st) st = nfs3_check_name(op.name);
+    if (!st && is_dot(op.name)) st = rmdir && op.name[1] ? NFS3ERR_NOTEMPTY : NFS3ERR_INVAL;
+    if (st) { fail_wcc(c, st, &d); return 0; }
+    nfs_creds_user(c);
+    struct stat vst;
+    int have = fstatat(d.o->fd, op.name, &vst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!have) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
+    if (!rmdir && S_ISDIR(vst.st_mode)) { fail_wcc(c, NFS3ERR_ISDIR, &d); return 0; }
+    if (rmdir && !S_ISDIR(vst.st_mode)) { fail_wcc(c, NFS3ERR_NOTDIR, &d); return 0; }
+    if (unlinkat(d.o->fd, op.name, rmdir ? AT_REMOVEDIR : 0) < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
+    if (S_ISREG(vst.st_mode)) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)vst.st_size));
+    fail_wcc(c, NFS3_OK, &d);
+    return 0;
+}
+
+int nfs3_remove(struct nfs_ctx *c) { return remove_common(c, 0); }
+int nfs3_rmdir(struct nfs_ctx *c) { return remove_common(c, 1); }
+
+int nfs3_rename(struct nfs_ctx *c)
+{
+    struct dirop from, to;
+    get_dirop(c->args, &from);
+    get_dirop(c->args, &to);
+    if (c->args->err) return -1;
+    struct nfs3_obj fd_, td;
+    td.o = NULL;
+    uint32_t st = resolve_dir(c, &from.fh, &fd_);
+    if (!st) st = resolve_dir(c, &to.fh, &td);
+    if (!st && c->exp->cfg.read_only) st = NFS3ERR_ROFS;
+    if (!st) st = nfs3_check_name(from.name);
+    if (!st) st = nfs3_check_name(to.name);
+    if (!st && (is_dot(from.name) || is_dot(to.name))) st = NFS3ERR_INVAL;
+    struct stat sst, tst;
+    int have_t = 0;
+    if (!st) {
+        nfs_creds_user(c);
+        if (fstatat(fd_.o->fd, from.name, &sst, AT_SYMLINK_NOFOLLOW) < 0) st = nfs3_errno(errno);
+        else have_t = fstatat(td.o->fd, to.name, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+    }
+    if (!st && renameat(fd_.o->fd, from.name, td.o->fd, to.name) < 0) st = nfs3_errno(errno);
+    if (!st && have_t && S_ISREG(tst.st_mode) && (tst.st_ino != sst.st_ino || tst.st_dev != sst.st_dev))
+        nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)tst.st_size));
+    struct stat fpost, tpost;
+    int hf = fd_.o && fstat(fd_.o->fd, &fpost) == 0;
+    int ht = td.o && fstat(td.o->fd, &tpost) == 0;
+    nfs3_put_status(c, st);
+    nfs3_put_wcc(c, fd_.o ? &fd_.st : NULL, hf ? &fpost : NULL);
+    nfs3_put_wcc(c, td.o ? &td.st : NULL, ht ? &tpost : NULL);
+    nfs3_release(&fd_);
+    nfs3_release(&td);
+    return 0;
+}
+
+int nfs3_link(struct nfs_ctx *c)
+{
+    struct nfs3_fh ffh;
+    struct dirop to;
+    nfs3_get_fh(c->args, &ffh);
+    get_dirop(c->args, &to);
+    if (c->args->err) return -1;
+    struct nfs3_obj f, d;
+    d.o = NULL;
+    uint32_t st = nfs3_resolve(c, &ffh, &f);
+    if (!st) st = resolve_dir(c, &to.fh, &d);
+    if (!st) st = check_new_name(c, to.name);
+    if (!st && S_ISDIR(f.st.st_mode)) st = NFS3ERR_ISDIR;
+    int charged = 0;
+    if (!st && S_ISREG(f.st.st_mode)) {
+        if (nasd_fsroot_charge(c->exp->fs, nasd_fsroot_usage_of((uint64_t)f.st.st_size))) st = NFS3ERR_DQUOT;
+        else charged = 1;
+    }
+    if (!st) {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", f.o->fd);
+        nfs_creds_user(c);
+        if (linkat(AT_FDCWD, proc, d.o->fd, to.name, AT_SYMLINK_FOLLOW) < 0) st = nfs3_errno(errno);
+    }
+    if (st && charged) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)f.st.st_size));
+    struct stat fpost, dpost;
+    int hf = f.o && fstat(f.o->fd, &fpost) == 0;
+    int hd = d.o && fstat(d.o->fd, &dpost) == 0;
+    nfs3_put_status(c, st);
+    nfs3_put_post_op(c, hf ? &fpost : NULL);
+    nfs3_put_wcc(c, d.o ? &d.st : NULL, hd ? &dpost : NULL);
+    nfs3_release(&f);
+    nfs3_release(&d);
+    return 0;
+}

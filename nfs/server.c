@@ -1,0 +1,412 @@
+/* NFS service lifecycle, epoll network thread and worker pool.
+ * The network thread reassembles RPC records and queues them; workers decode,
+ * execute and send replies directly (one send per reply, under a per-connection
+ * lock), so many calls per connection are in flight at once. */
+#define _GNU_SOURCE
+#include "nfs/internal.h"
+#include "nasd/log.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define CONN_MAX_INFLIGHT 256
+#define CONN_RESUME_INFLIGHT 128
+#define SEND_TIMEOUT_MS 30000
+
+enum { TAG_CONN = 0, TAG_LISTEN = 1, TAG_STOP = 2 };
+struct ep_tag { int kind; int idx; };
+static struct ep_tag listen_tags[3] = { { TAG_LISTEN, 0 }, { TAG_LISTEN, 1 }, { TAG_LISTEN, 2 } };
+static struct ep_tag stop_tag = { TAG_STOP, 0 };
+
+static void conn_put(struct nfs_conn *c)
+{
+    if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
+        close(c->fd);
+        rm_free(&c->rm);
+        pthread_mutex_destroy(&c->send_lock);
+        free(c);
+    }
+}
+
+static void conn_kill(struct nfs_conn *c)
+{
+    if (atomic_exchange(&c->dead, 1)) return;
+    shutdown(c->fd, SHUT_RDWR); /* wakes the network thread with EPOLLHUP */
+}
+
+void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
+{
+    uint32_t mark = RM_LAST_FRAG | (uint32_t)(len - 4);
+    buf[0] = mark >> 24; buf[1] = mark >> 16; buf[2] = mark >> 8; buf[3] = mark;
+    pthread_mutex_lock(&c->send_lock);
+    size_t off = 0;
+    while (off < len && !atomic_load(&c->dead)) {
+        ssize_t n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) { off += n; continue; }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+            if (poll(&p, 1, SEND_TIMEOUT_MS) > 0) continue;
+            log_warn("nfs: client %s not reading replies; dropping connection", c->peer_str);
+        }
+        conn_kill(c);
+        break;
+    }
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* ---- request dispatch (worker side) ---- */
+
+static void handle_request(struct nfs_worker *w, struct nfs_req *r)
+{
+    struct nfs_server *s = w->srv;
+    uint64_t cpu0 = nasd_thread_cpu_ns();
+    struct xdr_dec d;
+    xdr_dec_init(&d, r->rec, r->len);
+    struct xdr_enc e;
+    xdr_enc_init(&e, w->rbuf + 4, NFS_REPLY_CAP);
+    struct nfs_ctx c = { .srv = s, .w = w, .conn = r->conn, .args = &d, .res = &e, .kind = NASD_OP_OTHER };
+    enum rpc_parse_result pr = rpc_parse_call(&d, &c.call);
+    switch (pr) {
+    case RPC_PARSE_DROP:
+        log_debug("nfs: %s sent an undecodable RPC message; closing", r->conn->peer_str);
+        conn_kill(r->conn);
+        return;
+    case RPC_PARSE_RPC_MISMATCH: rpc_put_rpc_mismatch(&e, c.call.xid); break;
+    case RPC_PARSE_BADCRED: rpc_put_auth_error(&e, c.call.xid, AUTH_BADCRED); break;
+    case RPC_PARSE_WEAKAUTH: rpc_put_auth_error(&e, c.call.xid, AUTH_TOOWEAK); break;
+    case RPC_PARSE_OK:
+        if (c.call.prog == PROG_NFS) nfs3_dispatch(&c);
+        else if (c.call.prog == PROG_MOUNT) nfs_mount_dispatch(&c);
+        else if (c.call.prog == PROG_PORTMAP) nfs_portmap_dispatch(&c);
+        else rpc_put_accepted(&e, c.call.xid, RPC_PROG_UNAVAIL);
+        break;
+    }
+    if (e.err) { /* reply did not fit: should not happen with our limits */
+        xdr_enc_init(&e, w->rbuf + 4, NFS_REPLY_CAP);
+        rpc_put_accepted(&e, c.call.xid, RPC_SYSTEM_ERR);
+    }
+    nfs_conn_send_reply(r->conn, w->rbuf, e.len + 4);
+    if (c.exp) {
+        nasd_stats_record(c.exp->stats, c.kind, c.bytes, nasd_now_ns() - r->t_arrive,
+                          nasd_thread_cpu_ns() - cpu0, c.status != 0);
+        nfs_export_put(c.exp);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct nfs_worker *w = arg;
+    struct nfs_server *s = w->srv;
+    for (;;) {
+        pthread_mutex_lock(&s->qlock);
+        while (!s->qhead && !s->stopping) {
+            s->qidle++;
+            pthread_cond_wait(&s->qcond, &s->qlock);
+            s->qidle--;
+        }
+        struct nfs_req *r = s->qhead;
+        if (!r) { pthread_mutex_unlock(&s->qlock); break; }
+        s->qhead = r->next;
+        if (!s->qhead) s->qtail = NULL;
+        pthread_mutex_unlock(&s->qlock);
+
+        struct nfs_conn *conn = r->conn;
+        if (!atomic_load(&conn->dead)) handle_request(w, r);
+        free(r->rec);
+        free(r);
+        int left = atomic_fetch_sub(&conn->inflight, 1) - 1;
+        if (left < CONN_RESUME_INFLIGHT && atomic_load(&conn->paused) && !atomic_load(&conn->dead) &&
+            atomic_exchange(&conn->paused, 0)) {
+            struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = conn };
+            epoll_ctl(s->epfd, EPOLL_CTL_MOD, conn->fd, &ev);
+        }
+        conn_put(conn);
+    }
+    free(w->rbuf);
+    free(w);
+    return NULL;
+}
+
+/* ---- network thread ---- */
+
+struct batch { struct nfs_conn *conn; struct nfs_req *head, *tail; int n; uint64_t now; };
+
+static int on_record(void *arg, uint8_t *rec, size_t len)
+{
+    struct batch *b = arg;
+    struct nfs_req *r = malloc(sizeof *r);
+    if (!r) { free(rec); return -ENOMEM; }
+    r->next = NULL;
+    r->conn = b->conn;
+    r->rec = rec;
+    r->len = len;
+    r->t_arrive = b->now;
+    atomic_fetch_add(&b->conn->refs, 1);
+    atomic_fetch_add(&b->conn->inflight, 1);
+    if (b->tail) b->tail->next = r; else b->head = r;
+    b->tail = r;
+    b->n++;
+    return 0;
+}
+
+static void queue_batch(struct nfs_server *s, struct batch *b)
+{
+    if (!b->n) return;
+    pthread_mutex_lock(&s->qlock);
+    if (s->qtail) s->qtail->next = b->head; else s->qhead = b->head;
+    s->qtail = b->tail;
+    int wake = b->n < s->qidle ? b->n : s->qidle;
+    for (int i = 0; i < wake; i++) pthread_cond_signal(&s->qcond);
+    pthread_mutex_unlock(&s->qlock);
+}
+
+static void conn_close(struct nfs_server *s, struct nfs_conn *c)
+{
+    if (c->cprev) c->cprev->cnext = c->cnext; else s->conns = c->cnext;
+    if (c->cnext) c->cnext->cprev = c->cprev;
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    conn_kill(c);
+    conn_put(c);
+}
+
+static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf, size_t bufsz)
+{
+    struct batch b = { .conn = c, .now = nasd_now_ns() };
+    int closing = 0;
+    for (int round = 0; round < 16; round++) {
+        ssize_t n = recv(c->fd, buf, bufsz, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) { closing = 1; break; }
+        int e = rm_feed(&c->rm, buf, (size_t)n, on_record, &b);
+        if (e < 0) {
+            log_warn("nfs: %s: bad record marking (%s); closing", c->peer_str,
+                     e == -EMSGSIZE ? "record too large" : strerror(-e));
+            closing = 1;
+            break;
+        }
+        if ((size_t)n < bufsz) break;
+    }
+    queue_batch(s, &b);
+    if (closing || atomic_load(&c->dead)) { conn_close(s, c); return; }
+    if (atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT) {
+        atomic_store(&c->paused, 1);
+        struct epoll_event ev = { .events = 0, .data.ptr = c };
+        epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        if (atomic_load(&c->inflight) < CONN_RESUME_INFLIGHT && atomic_exchange(&c->paused, 0)) {
+            ev.events = EPOLLIN | EPOLLRDHUP;
+            epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        }
+    }
+}
+
+static void accept_all(struct nfs_server *s, int lfd)
+{
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) log_warn("nfs: accept: %s", strerror(errno));
+            return;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct nfs_conn *c = calloc(1, sizeof *c);
+        if (!c) { close(fd); continue; }
+        c->kind = TAG_CONN;
+        c->fd = fd;
+        c->srv = s;
+        c->peer = ss;
+        atomic_init(&c->refs, 1);
+        pthread_mutex_init(&c->send_lock, NULL);
+        rm_init(&c->rm, NFS_MAX_RECORD);
+        char host[INET6_ADDRSTRLEN] = "?";
+        if (ss.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
+        else if (ss.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
+        snprintf(c->peer_str, sizeof c->peer_str, "%s", host);
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) { conn_put(c); continue; }
+        c->cnext = s->conns;
+        if (s->conns) s->conns->cprev = c;
+        s->conns = c;
+    }
+}
+
+static void *net_main(void *arg)
+{
+    struct nfs_server *s = arg;
+    size_t bufsz = 256 * 1024;
+    uint8_t *buf = malloc(bufsz);
+    struct epoll_event evs[64];
+    while (buf) {
+        int n = epoll_wait(s->epfd, evs, 64, -1);
+        if (n < 0) { if (errno == EINTR) continue; log_err("nfs: epoll_wait: %s", strerror(errno)); break; }
+        for (int i = 0; i < n; i++) {
+            struct ep_tag *t = evs[i].data.ptr;
+            if (t->kind == TAG_STOP) goto out;
+            if (t->kind == TAG_LISTEN) { accept_all(s, s->listen_fd[t->idx]); continue; }
+            struct nfs_conn *c = (struct nfs_conn *)t;
+            if (evs[i].events & EPOLLIN) conn_readable(s, c, buf, bufsz);
+            else if (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) conn_close(s, c);
+        }
+    }
+out:
+    free(buf);
+    return NULL;
+}
+
+static int listen_on(const char *addr, int port, int *bound_port, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        sl = sizeof *a4;
+    } else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons(port);
+        sl = sizeof *a6;
+    } else {
+        snprintf(err, errlen, "bad bind address '%s'", addr);
+        return -1;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 128) < 0) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", addr, port, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *bound_port = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
+    return fd;
+}
+
+static int have_cap_dac_read_search(void)
+{
+    struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct d[2];
+    if (syscall(SYS_capget, &h, d) < 0) return 0;
+    return !!(d[0].effective & (1u << CAP_DAC_READ_SEARCH));
+}
+
+struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err, size_t errlen)
+{
+    struct nfs_server *s = calloc(1, sizeof *s);
+    if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
+    s->cfg = *cfg;
+    s->epfd = s->stop_fd = -1;
+    for (int i = 0; i < 3; i++) s->listen_fd[i] = -1;
+    pthread_rwlock_init(&s->exports_lock, NULL);
+    pthread_mutex_init(&s->qlock, NULL);
+    pthread_cond_init(&s->qcond, NULL);
+    pthread_mutex_init(&s->mnt_lock, NULL);
+    if (!have_cap_dac_read_search())
+        log_err("nfs: missing CAP_DAC_READ_SEARCH: file handles cannot be resolved "
+                "(open_by_handle_at); run nasd as root");
+    int e = nfs_fh_secret_load(cfg->state_dir, &s->secret);
+    if (e) { snprintf(err, errlen, "file handle secret in '%s': %s", cfg->state_dir, strerror(-e)); goto fail; }
+    if (getrandom(s->write_verf, sizeof s->write_verf, 0) != sizeof s->write_verf) {
+        uint64_t t = nasd_now_ns();
+        memcpy(s->write_verf, &t, sizeof t);
+    }
+    s->umask = umask(022);
+    umask(s->umask);
+    const char *addr = cfg->bind_addr[0] ? cfg->bind_addr : "0.0.0.0";
+    int ports[3] = { cfg->nfs_port, cfg->mount_port, cfg->portmap_port };
+    for (int i = 0; i < 3; i++) {
+        if (ports[i] < 0) continue;
+        s->listen_fd[i] = listen_on(addr, ports[i], &s->port[i], err, errlen);
+        if (s->listen_fd[i] < 0) goto fail;
+    }
+    s->epfd = epoll_create1(EPOLL_CLOEXEC);
+    s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->epfd < 0 || s->stop_fd < 0) { snprintf(err, errlen, "epoll: %s", strerror(errno)); goto fail; }
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &stop_tag };
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->stop_fd, &ev);
+    for (int i = 0; i < 3; i++) {
+        if (s->listen_fd[i] < 0) continue;
+        ev.data.ptr = &listen_tags[i];
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd[i], &ev);
+    }
+    s->nworkers = cfg->workers > 0 ? cfg->workers : 4;
+    s->workers = calloc(s->nworkers, sizeof *s->workers);
+    if (!s->workers) { snprintf(err, errlen, "out of memory"); goto fail; }
+    for (int i = 0; i < s->nworkers; i++) {
+        struct nfs_worker *w = calloc(1, sizeof *w);
+        if (w) { w->rbuf = malloc(NFS_REPLY_CAP + 4); w->srv = s; }
+        if (!w || !w->rbuf || pthread_create(&s->workers[i], NULL, worker_main, w)) {
+            snprintf(err, errlen, "cannot start worker threads");
+            if (w) free(w->rbuf);
+            free(w);
+            s->nworkers = i;
+            goto fail_threads;
+        }
+    }
+    if (pthread_create(&s->net_thread, NULL, net_main, s)) {
+        snprintf(err, errlen, "cannot start network thread");
+        goto fail_threads;
+    }
+    log_info("nfs: serving NFSv3 on %s:%d, MOUNT on %d, portmap on %d, %d workers", addr, s->port[0],
+             s->port[1], s->listen_fd[2] >= 0 ? s->port[2] : -1, s->nworkers);
+    return s;
+
+fail_threads:
+    pthread_mutex_lock(&s->qlock);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->qcond);
+    pthread_mutex_unlock(&s->qlock);
+    for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
+fail:
+    for (int i = 0; i < 3; i++) if (s->listen_fd[i] >= 0) close(s->listen_fd[i]);
+    if (s->epfd >= 0) close(s->epfd);
+    if (s->stop_fd >= 0) close(s->stop_fd);
+    free(s->workers);
+    free(s);
+    return NULL;
+}
+
+void nfs_server_stop(struct nfs_server *s)
+{
+    if (!s) return;
+    uint64_t one = 1;
+    if (write(s->stop_fd, &one, sizeof one) < 0) log_warn("nfs: stop eventfd: %s", strerror(errno));
+    pthread_join(s->net_thread, NULL);
+    pthread_mutex_lock(&s->qlock);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->qcond);
+    pthread_mutex_unlock(&s->qlock);
+    for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
+    /* Workers drained the queue; drop the network thread's connection refs. */
+    while (s->conns) conn_close(s, s->conns);
+    for (int i = 0; i < 3; i++) if (s->listen_fd[i] >= 0) close(s->listen_fd[i]);
+    close(s->epfd);
+    close(s->stop_fd);
+    nfs_exports_clear(s);
+    nfs_mounts_clear(s);
+    free(s->workers);
+    free(s);
+}
+
+int nfs_server_nfs_port(struct nfs_server *s) { return s ? s->port[0] : -1; }
+int nfs_server_mount_port(struct nfs_server *s) { return s ? s->port[1] : -1; }
