@@ -2,6 +2,9 @@
 #include "api/api.h"
 #include "nasd/log.h"
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +19,14 @@ static json_t *decorate(struct appliance *a, json_t *row)
     char path[4096];
     storage_dataset_path(a->storage, pool, name, path, sizeof path);
     json_object_set_new(row, "path", json_string(path));
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        char mode[8];
+        snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+        json_object_set_new(row, "mode", json_string(mode));
+        json_object_set_new(row, "uid", json_integer(st.st_uid));
+        json_object_set_new(row, "gid", json_integer(st.st_gid));
+    }
     int err = 0;
     struct nasd_fsroot *f = storage_dataset_open(a->storage, pool, name, 0, 0, &err);
     json_object_set_new(row, "used", json_integer(f ? atomic_load(&f->used) : 0));
@@ -74,13 +85,46 @@ static int get_quota(struct api_call *c, struct api_reply *r, int64_t *out)
     return 0;
 }
 
+/* Root directory owner and mode: "mode":"0775", "uid":1000, "gid":1000. Applied to the
+ * directory itself (the filesystem is the record). -1 fills r. */
+static int get_ownership(struct api_call *c, struct api_reply *r, int64_t *mode, int64_t *uid, int64_t *gid)
+{
+    const char *m = NULL;
+    if (api_get_str(c, r, "mode", 0, &m) || api_get_int(c, r, "uid", 0, 4294967294LL, uid) ||
+        api_get_int(c, r, "gid", 0, 4294967294LL, gid))
+        return -1;
+    if (m) {
+        char *end;
+        long v = strtol(m, &end, 8);
+        if (!*m || *end || v < 0 || v > 07777) { api_error(r, 400, "invalid_field", "mode must be octal like \"0755\""); return -1; }
+        *mode = v;
+    }
+    return 0;
+}
+
+static int apply_ownership(struct appliance *a, int64_t id, int64_t mode, int64_t uid, int64_t gid, struct api_reply *r)
+{
+    json_t *row = db_row(&a->db, DATASET_SELECT "WHERE d.id=?", "i", id);
+    char path[4096];
+    storage_dataset_path(a->storage, json_string_value(json_object_get(row, "pool")),
+                         json_string_value(json_object_get(row, "name")), path, sizeof path);
+    json_decref(row);
+    if ((mode >= 0 && chmod(path, (mode_t)mode) < 0) ||
+        ((uid >= 0 || gid >= 0) && chown(path, uid >= 0 ? (uid_t)uid : (uid_t)-1, gid >= 0 ? (gid_t)gid : (gid_t)-1) < 0)) {
+        api_error(r, 500, "internal", "cannot set owner/mode of %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static void create(struct api_call *c, struct api_reply *r)
 {
-    static const char *const allowed[] = { "pool", "name", "quota", "compression", "comment", NULL };
+    static const char *const allowed[] = { "pool", "name", "quota", "compression", "comment", "mode", "uid", "gid", NULL };
     const char *pool = NULL, *name = NULL, *comp = "off", *comment = "";
-    int64_t quota = 0;
+    int64_t quota = 0, mode = -1, uid = -1, gid = -1;
     if (api_body_object(c, r, allowed) || api_get_name(c, r, "pool", 1, &pool) || api_get_name(c, r, "name", 1, &name) ||
-        get_quota(c, r, &quota) || get_compression(c, r, &comp) || api_get_str(c, r, "comment", 0, &comment))
+        get_quota(c, r, &quota) || get_compression(c, r, &comp) || api_get_str(c, r, "comment", 0, &comment) ||
+        get_ownership(c, r, &mode, &uid, &gid))
         return;
     struct appliance *a = c->app;
     int64_t pool_id = db_int(&a->db, -1, "SELECT id FROM pools WHERE name=?", "s", pool);
@@ -98,20 +142,22 @@ static void create(struct api_call *c, struct api_reply *r)
         api_error(r, 500, "db", "%s", db_errmsg(&a->db));
         return;
     }
+    if (apply_ownership(a, id, mode, uid, gid, r)) return;
     log_info("dataset %s/%s created", pool, name);
     api_ok(r, 201, get_by_id(a, id));
 }
 
 static void patch(struct api_call *c, struct api_reply *r)
 {
-    static const char *const allowed[] = { "quota", "compression", "comment", NULL };
+    static const char *const allowed[] = { "quota", "compression", "comment", "mode", "uid", "gid", NULL };
     int64_t id = api_lookup_pool_obj(c, r, "datasets", c->key);
     const char *comp = NULL, *comment = NULL;
-    int64_t quota = -1;
+    int64_t quota = -1, mode = -1, uid = -1, gid = -1;
     if (id < 0 || api_body_object(c, r, allowed) || get_quota(c, r, &quota) || get_compression(c, r, &comp) ||
-        api_get_str(c, r, "comment", 0, &comment))
+        api_get_str(c, r, "comment", 0, &comment) || get_ownership(c, r, &mode, &uid, &gid))
         return;
     struct appliance *a = c->app;
+    if (apply_ownership(a, id, mode, uid, gid, r)) return;
     if (quota >= 0) db_exec(&a->db, NULL, "UPDATE datasets SET quota=? WHERE id=?", "ii", quota, id);
     if (comp) db_exec(&a->db, NULL, "UPDATE datasets SET compression=? WHERE id=?", "si", comp, id);
     if (comment) db_exec(&a->db, NULL, "UPDATE datasets SET comment=? WHERE id=?", "si", comment, id);

@@ -125,6 +125,10 @@ START_TEST(datasets_and_volumes)
     ck_assert_int_eq(json_integer_value(json_object_get(j, "quota")), 0);
     ck_assert_str_eq(json_string_value(json_object_get(j, "compression")), "lz4");
     json_decref(j);
+    ck_assert_int_eq(call(NULL, "PATCH", "datasets/tank/share", "{\"mode\":\"999\"}"), 400);
+    ck_assert_int_eq(call(&j, "PATCH", "datasets/tank/share", "{\"mode\":\"1777\"}"), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "mode")), "1777");
+    json_decref(j);
 
     ck_assert_int_eq(call(NULL, "POST", "volumes", "{\"pool\":\"tank\",\"name\":\"v\",\"size\":1000}"), 400);  /* not 4K multiple */
     ck_assert_int_eq(call(NULL, "POST", "volumes", "{\"pool\":\"tank\",\"name\":\"v\",\"size\":\"1T\"}"), 507); /* no space */
