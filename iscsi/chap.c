@@ -1,0 +1,14 @@
+/* CHAP (RFC 1994) response: MD5(identifier || secret || challenge), via nettle. */
+#include "iscsi/iscsi_int.h"
+#include <nettle/md5.h>
+#include <string.h>
+
+void chap_md5_response(uint8_t id, const char *secret, const uint8_t *chal, size_t clen, uint8_t out[16])
+{
+    struct md5_ctx ctx;
+    md5_init(&ctx);
+    md5_update(&ctx, 1, &id);
+    md5_update(&ctx, strlen(secret), (const uint8_t *)secret);
+    md5_update(&ctx, clen, chal);
+    md5_digest(&ctx, MD5_DIGEST_SIZE, out);
+}

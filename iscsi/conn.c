@@ -1,0 +1,390 @@
+/* Connection I/O: PDU framing and digests, transmit queue (writev batching),
+ * dispatch of full-feature PDUs (NOP, TMF, logout, text). SCSI command flow is in
+ * task.c. Everything here runs on the connection's network thread. */
+#define _GNU_SOURCE
+#include "iscsi/iscsi_int.h"
+#include "nasd/log.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#define RX_CAP (ISCSI_BHS_LEN + ISCSI_MAX_AHS + 4 + ISCSI_OUR_MRDSL + 8 + 65536)
+
+int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
+int task_data_out(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
+int task_tmf(struct iscsi_conn *c, const uint8_t *bhs);
+void task_free_all(struct iscsi_conn *c);
+
+static void local_addr(struct iscsi_conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char ip[INET6_ADDRSTRLEN] = "127.0.0.1";
+    int port = 3260;
+    if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+            port = ntohs(a->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+            port = ntohs(a->sin6_port);
+            snprintf(c->local_addr, sizeof c->local_addr, "[%s]:%d", ip, port);
+            return;
+        }
+    }
+    snprintf(c->local_addr, sizeof c->local_addr, "%s:%d", ip, port);
+}
+
+void conn_new(struct net_thread *nt, int fd)
+{
+    struct iscsi_conn *c = calloc(1, sizeof *c);
+    if (!c) { close(fd); return; }
+    c->rx = malloc(RX_CAP);
+    if (!c->rx) { free(c); close(fd); return; }
+    c->kind = KIND_CONN;
+    c->nt = nt;
+    c->fd = fd;
+    c->rx_cap = RX_CAP;
+    atomic_init(&c->refs, 1);
+    c->mrdsl_tx = 8192;
+    c->first_burst = 65536;
+    c->max_burst = 262144;
+    c->max_r2t = 1;
+    c->immediate_data = true;
+    c->initial_r2t = true;
+    c->next_ttt = 1;
+    c->stat_sn = 1;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    local_addr(c);
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+    if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        free(c->rx); free(c); close(fd); return;
+    }
+    c->next = nt->conns;
+    if (nt->conns) nt->conns->prev = c;
+    nt->conns = c;
+    log_debug("iscsi: new connection fd %d on thread %d", fd, nt->idx);
+}
+
+static void tx_release(struct tx_buf *b)
+{
+    free(b->free_ptr);
+    free(b);
+}
+
+void conn_put(struct iscsi_conn *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+    for (struct tx_buf *b = c->tx_head, *n; b; b = n) { n = b->next; tx_release(b); }
+    if (c->tgt) tgt_put(c->tgt);
+    free(c->login_acc);
+    free(c->rx);
+    free(c);
+}
+
+void conn_close(struct iscsi_conn *c)
+{
+    if (c->dead) return;
+    c->dead = true;
+    c->phase = PH_CLOSING;
+    epoll_ctl(c->nt->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    if (c->prev) c->prev->next = c->next; else c->nt->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+    task_free_all(c);
+    if (c->tgt && !c->discovery)                     /* I_T nexus loss ends RESERVE(6) */
+        for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
+    log_debug("iscsi: connection closed (%s)", c->initiator[0] ? c->initiator : "no login");
+    conn_put(c);
+}
+
+/* ---- transmit ---- */
+
+struct tx_buf *tx_new(struct iscsi_conn *c, uint8_t opcode)
+{
+    struct tx_buf *b = malloc(sizeof *b);
+    if (!b) return NULL;
+    b->next = NULL;
+    memset(b->hdr, 0, ISCSI_BHS_LEN);
+    b->hdr[0] = opcode;
+    b->hlen = ISCSI_BHS_LEN;
+    b->dlen = b->tlen = 0;
+    b->data = NULL;
+    b->free_ptr = NULL;
+    return b;
+}
+
+void tx_set_data(struct iscsi_conn *c, struct tx_buf *b, const void *data, uint32_t len, void *free_ptr)
+{
+    b->data = data;
+    b->dlen = len;
+    b->free_ptr = free_ptr;
+    put_be24(b->hdr + 5, len);
+}
+
+/* Finalises digests/padding and appends to the queue. */
+void tx_queue(struct iscsi_conn *c, struct tx_buf *b)
+{
+    if (c->hdigest) {
+        uint32_t crc = iscsi_crc32c(b->hdr, ISCSI_BHS_LEN, 0);
+        memcpy(b->hdr + ISCSI_BHS_LEN, &crc, 4);      /* little endian on the wire */
+        b->hlen = ISCSI_BHS_LEN + 4;
+    }
+    uint32_t pad = pad4(b->dlen);
+    memset(b->trail, 0, pad);
+    b->tlen = pad;
+    if (b->dlen && c->ddigest) {
+        uint32_t crc = iscsi_crc32c(b->data, b->dlen, 0);
+        if (pad) crc = iscsi_crc32c(b->trail, pad, crc);
+        memcpy(b->trail + pad, &crc, 4);
+        b->tlen += 4;
+    }
+    if (c->tx_tail) c->tx_tail->next = b; else c->tx_head = b;
+    c->tx_tail = b;
+}
+
+/* StatSN / ExpCmdSN / MaxCmdSN at bytes 24..35 of target PDUs. */
+void conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance_statsn)
+{
+    uint32_t want = c->exp_cmd_sn - 1 + (ISCSI_CMD_WINDOW > c->ntasks ? ISCSI_CMD_WINDOW - c->ntasks : 0);
+    if (sn_lt(c->max_cmd_sn, want)) c->max_cmd_sn = want;   /* never shrink: initiators ignore it */
+    put_be32(bhs + 24, advance_statsn ? c->stat_sn++ : c->stat_sn);
+    put_be32(bhs + 28, c->exp_cmd_sn);
+    put_be32(bhs + 32, c->max_cmd_sn);
+}
+
+static void set_epollout(struct iscsi_conn *c, bool on)
+{
+    if (c->want_out == on || c->dead) return;
+    c->want_out = on;
+    struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c };
+    epoll_ctl(c->nt->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+void conn_flush(struct iscsi_conn *c)
+{
+    while (c->tx_head && !c->dead) {
+        struct iovec iov[96];
+        int n = 0;
+        size_t skip = c->tx_off;
+        for (struct tx_buf *b = c->tx_head; b && n < 93; b = b->next) {
+            const void *part[3] = { b->hdr, b->data, b->trail };
+            size_t len[3] = { b->hlen, b->dlen, b->tlen };
+            for (int i = 0; i < 3; i++) {
+                if (!len[i]) continue;
+                if (skip >= len[i]) { skip -= len[i]; continue; }
+                iov[n].iov_base = (char *)part[i] + skip;
+                iov[n].iov_len = len[i] - skip;
+                skip = 0;
+                n++;
+            }
+        }
+        ssize_t w = writev(c->fd, iov, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) { set_epollout(c, true); return; }
+            log_debug("iscsi: write: %s", strerror(errno));
+            conn_close(c);
+            return;
+        }
+        size_t done = (size_t)w + c->tx_off;
+        while (c->tx_head) {
+            struct tx_buf *b = c->tx_head;
+            size_t tot = b->hlen + b->dlen + b->tlen;
+            if (done < tot) break;
+            done -= tot;
+            c->tx_head = b->next;
+            if (!c->tx_head) c->tx_tail = NULL;
+            tx_release(b);
+        }
+        c->tx_off = done;
+    }
+    if (c->dead) return;
+    set_epollout(c, false);
+    if (!c->tx_head && c->close_after_flush) conn_close(c);
+}
+
+/* ---- small PDUs ---- */
+
+static void send_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason)
+{
+    struct tx_buf *b = tx_new(c, OP_REJECT);
+    if (!b) return;
+    uint8_t *copy = malloc(ISCSI_BHS_LEN);
+    if (!copy) { free(b); return; }
+    memcpy(copy, bhs, ISCSI_BHS_LEN);
+    b->hdr[1] = BHS_F;
+    b->hdr[2] = reason;
+    put_be32(b->hdr + 16, ISCSI_RSVD_TAG);
+    conn_fill_sn(c, b->hdr, true);
+    tx_set_data(c, b, copy, ISCSI_BHS_LEN, copy);
+    tx_queue(c, b);
+}
+
+/* CmdSN acceptance for non-immediate commands; false = silently ignore the PDU. */
+bool conn_check_cmdsn(struct iscsi_conn *c, const uint8_t *bhs)
+{
+    if (bhs_immediate(bhs)) return true;
+    uint32_t sn = get_be32(bhs + 24);
+    if (sn_lt(sn, c->exp_cmd_sn) || sn_lt(c->max_cmd_sn, sn)) {
+        log_debug("iscsi: CmdSN %u outside [%u, %u], ignored", sn, c->exp_cmd_sn, c->max_cmd_sn);
+        return false;
+    }
+    c->exp_cmd_sn = sn + 1;
+    return true;
+}
+
+static int handle_nop_out(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen)
+{
+    uint32_t itt = bhs_itt(bhs);
+    if (itt == ISCSI_RSVD_TAG) {
+        if (!bhs_immediate(bhs) && get_be32(bhs + 20) == ISCSI_RSVD_TAG) return 0; /* no reply wanted */
+        return 0;                                             /* answer to our NOP-In */
+    }
+    if (!conn_check_cmdsn(c, bhs)) return 0;
+    struct tx_buf *b = tx_new(c, OP_NOP_IN);
+    if (!b) return -1;
+    b->hdr[1] = BHS_F;
+    memcpy(b->hdr + 8, bhs + 8, 8);
+    put_be32(b->hdr + 16, itt);
+    put_be32(b->hdr + 20, ISCSI_RSVD_TAG);
+    conn_fill_sn(c, b->hdr, true);
+    if (dlen) {
+        uint32_t n = dlen < c->mrdsl_tx ? dlen : c->mrdsl_tx;
+        uint8_t *copy = malloc(n);
+        if (!copy) { free(b); return -1; }
+        memcpy(copy, data, n);
+        tx_set_data(c, b, copy, n, copy);
+    }
+    tx_queue(c, b);
+    return 0;
+}
+
+static int handle_logout(struct iscsi_conn *c, const uint8_t *bhs)
+{
+    uint8_t reason = bhs[1] & 0x7f;
+    if (!conn_check_cmdsn(c, bhs)) return 0;
+    struct tx_buf *b = tx_new(c, OP_LOGOUT_RSP);
+    if (!b) return -1;
+    b->hdr[1] = BHS_F;
+    b->hdr[2] = reason == 2 ? 2 : 0;       /* recovery not supported / closed successfully */
+    put_be32(b->hdr + 16, bhs_itt(bhs));
+    conn_fill_sn(c, b->hdr, true);
+    tx_queue(c, b);
+    if (reason != 2) c->close_after_flush = true;
+    return 0;
+}
+
+/* One complete PDU in the receive buffer. Returns -1 to drop the connection. */
+static int dispatch(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen)
+{
+    uint8_t op = bhs_opcode(bhs);
+    if (c->phase == PH_LOGIN) {
+        if (op != OP_LOGIN_REQ) { log_debug("iscsi: opcode 0x%02x before login", op); return -1; }
+        return login_handle(c, bhs, data, dlen);
+    }
+    if (c->close_after_flush) return 0;       /* logging out: ignore the rest */
+    if (c->tgt && atomic_load(&c->tgt->removed)) return -1;
+    switch (op) {
+    case OP_SCSI_CMD:
+        if (c->discovery) { send_reject(c, bhs, REJ_PROTOCOL); return 0; }
+        return task_scsi_cmd(c, bhs, data, dlen);
+    case OP_DATA_OUT:
+        return task_data_out(c, bhs, data, dlen);
+    case OP_NOP_OUT:
+        return handle_nop_out(c, bhs, data, dlen);
+    case OP_TMF_REQ:
+        if (c->discovery) { send_reject(c, bhs, REJ_PROTOCOL); return 0; }
+        if (!conn_check_cmdsn(c, bhs)) return 0;
+        return task_tmf(c, bhs);
+    case OP_TEXT_REQ:
+        if (!conn_check_cmdsn(c, bhs)) return 0;
+        return text_handle(c, bhs, data, dlen);
+    case OP_LOGOUT_REQ:
+        return handle_logout(c, bhs);
+    case OP_LOGIN_REQ:
+        log_debug("iscsi: login request in full feature phase");
+        return -1;
+    case OP_SNACK:
+        send_reject(c, bhs, REJ_SNACK);
+        return 0;
+    default:
+        log_debug("iscsi: unsupported opcode 0x%02x", op);
+        send_reject(c, bhs, REJ_NOT_SUPPORTED);
+        return 0;
+    }
+}
+
+/* Parses and dispatches every complete PDU in rx. Returns -1 on a fatal error. */
+static int process_rx(struct iscsi_conn *c)
+{
+    size_t off = 0;
+    int rc = 0;
+    while (c->rx_len - off >= ISCSI_BHS_LEN && !c->dead) {
+        uint8_t *bhs = c->rx + off;
+        uint32_t ahs = bhs_ahs_len(bhs), dl = bhs_data_len(bhs);
+        bool hd = c->hdigest, dd = c->ddigest;
+        if (dl > ISCSI_OUR_MRDSL) { log_debug("iscsi: data segment %u too long", dl); rc = -1; break; }
+        uint64_t total = ISCSI_BHS_LEN + pdu_rest_len(bhs, hd, dd);
+        if (total > c->rx_cap) { rc = -1; break; }
+        if (c->rx_len - off < total) break;
+        uint8_t *p = bhs + ISCSI_BHS_LEN + ahs;
+        if (hd) {
+            uint32_t want = iscsi_crc32c(bhs, ISCSI_BHS_LEN + ahs, 0), got;
+            memcpy(&got, p, 4);
+            if (want != got) { log_debug("iscsi: header digest error"); rc = -1; break; }
+            p += 4;
+        }
+        if (dd && dl) {
+            uint32_t want = iscsi_crc32c(p, dl + pad4(dl), 0), got;
+            memcpy(&got, p + dl + pad4(dl), 4);
+            if (want != got) { log_debug("iscsi: data digest error"); rc = -1; break; }
+        }
+        off += total;
+        if (dispatch(c, bhs, p, dl) < 0) { rc = -1; break; }
+    }
+    if (rc == 0 && off && !c->dead) {
+        memmove(c->rx, c->rx + off, c->rx_len - off);
+        c->rx_len -= off;
+    }
+    return rc;
+}
+
+void conn_on_event(struct iscsi_conn *c, uint32_t events)
+{
+    if (events & EPOLLOUT) conn_flush(c);
+    if (c->dead) return;
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+        if (c->rx_len == c->rx_cap) { conn_close(c); return; }
+        ssize_t n = read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            conn_flush(c);
+            conn_close(c);
+            return;
+        }
+        if (n > 0) {
+            c->rx_len += (size_t)n;
+            atomic_fetch_add(&c->refs, 1);                   /* dispatch may close c */
+            if (process_rx(c) < 0) {
+                conn_flush(c);       /* e.g. a login reject that explains the drop */
+                conn_close(c);
+            } else {
+                conn_flush(c);
+            }
+            conn_put(c);
+        }
+    }
+}

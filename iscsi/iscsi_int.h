@@ -1,0 +1,173 @@
+#pragma once
+/* Internal structures of the iSCSI target: server, network threads, connections
+ * (one connection per session, MaxConnections=1), tasks and targets. */
+#include "iscsi/iscsi.h"
+#include "iscsi/pdu.h"
+#include "iscsi/scsi.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define ISCSI_OUR_MRDSL 262144u        /* what we accept per PDU data segment */
+#define ISCSI_OUR_MAX_BURST (1u << 20)
+#define ISCSI_OUR_FIRST_BURST 262144u
+#define ISCSI_CMD_WINDOW 256u
+#define ISCSI_LOGIN_MAX_TEXT 65536u
+#define ISCSI_TASK_HASH 256u
+#define ISCSI_TPGT 1
+
+struct iscsi_tgt {
+    atomic_int refs;
+    atomic_bool removed;
+    struct iscsi_target_cfg cfg;       /* bdev pointers are not used from here */
+    unsigned nlus;
+    struct iscsi_lu *lus;
+    struct nasd_io_stats *stats;
+};
+
+void tgt_put(struct iscsi_tgt *t);
+struct iscsi_lu *tgt_find_lu(struct iscsi_tgt *t, uint64_t lun);
+
+struct iscsi_conn;
+
+enum task_state { TS_WAIT_UNSOL = 1, TS_WAIT_R2T, TS_EXEC, TS_DONE };
+
+struct iscsi_task {
+    struct iscsi_conn *conn;
+    struct iscsi_task *hnext;          /* ITT hash chain */
+    struct iscsi_task *qnext;          /* worker / completion queue */
+    enum task_state state;
+    bool aborted, in_hash;
+    uint8_t lun_field[8];
+    uint32_t itt, cmdsn, edtl;
+    uint8_t flags;                     /* SCSI Command byte 1 */
+    uint8_t cdb[16];
+    struct scsi_cmd sc;
+    uint8_t *dout;                     /* data-out buffer (sc.dout_need bytes) */
+    uint32_t recv;                     /* next expected data-out offset */
+    uint32_t seq_end;                  /* end offset of current unsolicited/R2T sequence */
+    uint32_t exp_datasn, r2tsn, ttt;
+    uint8_t res_flags;                 /* DIN_O / DIN_U override for error paths */
+    uint32_t res_count;
+    uint64_t t_arrive, cpu_ns, cpu_mark;
+};
+
+struct tx_buf {
+    struct tx_buf *next;
+    uint32_t hlen, dlen, tlen;
+    const uint8_t *data;
+    void *free_ptr;                    /* released once sent */
+    uint8_t hdr[ISCSI_BHS_LEN + 4];
+    uint8_t trail[8];                  /* pad + data digest */
+    uint8_t inl[64];                   /* small payloads (sense data) */
+};
+
+struct net_thread;
+
+enum conn_phase { PH_LOGIN = 0, PH_FFP, PH_CLOSING };
+enum chap_state { CHAP_NONE = 0, CHAP_WAIT_A, CHAP_WAIT_R, CHAP_OK };
+
+struct iscsi_conn {
+    int kind;                          /* epoll tag: must stay first */
+    struct net_thread *nt;
+    struct iscsi_conn *next, *prev;    /* per-thread list */
+    int fd;
+    atomic_int refs;                   /* the thread's own + one per task on a worker */
+    bool dead;                         /* socket closed, waiting for worker refs */
+    enum conn_phase phase;
+    bool close_after_flush;
+    bool want_out;
+    /* receive */
+    uint8_t *rx;
+    size_t rx_len, rx_cap;
+    /* transmit */
+    struct tx_buf *tx_head, *tx_tail;
+    size_t tx_off;
+    /* login / negotiated */
+    int login_stage;                   /* current stage (0 security, 1 operational) */
+    bool login_started, auth_done, discovery;
+    bool opt_sent_mrdsl, tpgt_sent;
+    enum chap_state chap;
+    uint8_t chap_id, chap_chal[16];
+    char *login_acc;                   /* accumulated text for C-bit continuations */
+    size_t login_acc_len;
+    char initiator[224];
+    char nexus[NEXUS_LEN];
+    uint8_t isid[6];
+    uint16_t tsih;
+    uint32_t login_itt;
+    struct iscsi_tgt *tgt;
+    bool hdigest, ddigest;             /* active in full feature phase */
+    bool neg_hdigest, neg_ddigest;
+    uint32_t mrdsl_tx;                 /* initiator's MaxRecvDataSegmentLength */
+    uint32_t first_burst, max_burst, max_r2t;
+    bool immediate_data, initial_r2t;
+    /* sequence numbers */
+    uint32_t stat_sn, exp_cmd_sn, max_cmd_sn;
+    unsigned ntasks;
+    uint32_t next_ttt;
+    struct iscsi_task *tasks[ISCSI_TASK_HASH];
+    char local_addr[80];               /* for SendTargets: "ip:port" */
+};
+
+struct net_thread {
+    int kind;
+    struct iscsi_server *srv;
+    int idx;
+    pthread_t th;
+    int epfd, evfd;
+    atomic_bool stop, kick_targets;
+    pthread_mutex_t lock;              /* protects done_* and new_conns */
+    struct iscsi_task *done_head, *done_tail;
+    int new_fds[64];
+    unsigned nnew;
+    struct iscsi_conn *conns;
+};
+
+struct iscsi_server {
+    int listen_fd, port;
+    int kind_listen;
+    pthread_rwlock_t tgt_lock;
+    struct iscsi_tgt **tgts;
+    unsigned ntgts;
+    unsigned nnet;
+    struct net_thread *nt;
+    atomic_uint rr;
+    atomic_uint next_tsih;
+    /* worker pool */
+    unsigned nworkers;
+    pthread_t *workers;
+    pthread_mutex_t wq_lock;
+    pthread_cond_t wq_cond;
+    struct iscsi_task *wq_head, *wq_tail;
+    bool wq_stop;
+};
+
+enum { KIND_CONN = 1, KIND_EVENT, KIND_LISTEN };
+
+/* server.c */
+struct iscsi_tgt *server_find_target(struct iscsi_server *s, const char *iqn); /* ref'd */
+/* Appends "TargetName=..\0TargetAddress=..\0" for targets the initiator may see. */
+void server_send_targets(struct iscsi_server *s, struct iscsi_conn *c, const char *which, struct text_out *o);
+void worker_submit(struct iscsi_server *s, struct iscsi_task *t);
+bool tgt_acl_allows(const struct iscsi_tgt *t, const char *initiator);
+
+/* conn.c */
+void conn_new(struct net_thread *nt, int fd);
+void conn_on_event(struct iscsi_conn *c, uint32_t events);
+void conn_close(struct iscsi_conn *c);
+void conn_put(struct iscsi_conn *c);
+void conn_task_done(struct iscsi_task *t);   /* on the conn's thread after a worker ran it */
+void conn_flush(struct iscsi_conn *c);
+struct tx_buf *tx_new(struct iscsi_conn *c, uint8_t opcode);
+void tx_set_data(struct iscsi_conn *c, struct tx_buf *b, const void *data, uint32_t len, void *free_ptr);
+void tx_queue(struct iscsi_conn *c, struct tx_buf *b);
+void conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance_statsn);
+
+/* login.c */
+/* Handles one Login Request; returns 0, or -1 to drop the connection now. */
+int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
+/* Full-feature Text Request (SendTargets). */
+int text_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
+/* chap.c */
+void chap_md5_response(uint8_t id, const char *secret, const uint8_t *chal, size_t clen, uint8_t out[16]);

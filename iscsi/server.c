@@ -1,0 +1,414 @@
+/* iSCSI server: listener, network threads (one epoll loop per core, each owning its
+ * connections), backend worker pool, and the live target registry. */
+#define _GNU_SOURCE
+#include "iscsi/iscsi_int.h"
+#include "nasd/log.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- targets ---- */
+
+static void tgt_free(struct iscsi_tgt *t)
+{
+    for (unsigned i = 0; i < t->nlus; i++) iscsi_lu_destroy(&t->lus[i]);
+    free(t->lus);
+    nasd_stats_put(t->stats);
+    free(t);
+}
+
+void tgt_put(struct iscsi_tgt *t)
+{
+    if (t && atomic_fetch_sub(&t->refs, 1) == 1) tgt_free(t);
+}
+
+struct iscsi_lu *tgt_find_lu(struct iscsi_tgt *t, uint64_t lun)
+{
+    for (unsigned i = 0; i < t->nlus; i++)
+        if (t->lus[i].lun == lun) return &t->lus[i];
+    return NULL;
+}
+
+bool tgt_acl_allows(const struct iscsi_tgt *t, const char *initiator)
+{
+    if (!t->cfg.ninitiators) return true;
+    for (unsigned i = 0; i < t->cfg.ninitiators && i < ISCSI_MAX_ACL; i++)
+        if (!strcmp(t->cfg.initiators[i], initiator)) return true;
+    return false;
+}
+
+struct iscsi_tgt *server_find_target(struct iscsi_server *s, const char *iqn)
+{
+    struct iscsi_tgt *r = NULL;
+    pthread_rwlock_rdlock(&s->tgt_lock);
+    for (unsigned i = 0; i < s->ntgts; i++)
+        if (!strcmp(s->tgts[i]->cfg.iqn, iqn)) { r = s->tgts[i]; atomic_fetch_add(&r->refs, 1); break; }
+    pthread_rwlock_unlock(&s->tgt_lock);
+    return r;
+}
+
+void server_send_targets(struct iscsi_server *s, struct iscsi_conn *c, const char *which, struct text_out *o)
+{
+    pthread_rwlock_rdlock(&s->tgt_lock);
+    for (unsigned i = 0; i < s->ntgts; i++) {
+        struct iscsi_tgt *t = s->tgts[i];
+        if (strcmp(which, "All") && strcmp(which, t->cfg.iqn)) continue;
+        if (!tgt_acl_allows(t, c->initiator)) continue;
+        text_add(o, "TargetName", "%s", t->cfg.iqn);
+        text_add(o, "TargetAddress", "%s,%d", c->local_addr, ISCSI_TPGT);
+    }
+    pthread_rwlock_unlock(&s->tgt_lock);
+}
+
+static void kick(struct net_thread *nt)
+{
+    uint64_t one = 1;
+    if (write(nt->evfd, &one, sizeof one) < 0) { /* counter full: already pending */ }
+}
+
+static void kick_all_targets(struct iscsi_server *s)
+{
+    for (unsigned i = 0; i < s->nnet; i++) {
+        atomic_store(&s->nt[i].kick_targets, true);
+        kick(&s->nt[i]);
+    }
+}
+
+static bool iqn_valid(const char *iqn)
+{
+    size_t l = strnlen(iqn, 224);
+    if (l == 0 || l >= 224) return false;
+    for (size_t i = 0; i < l; i++) {
+        char ch = iqn[i];
+        if (ch <= ' ' || ch == ',' || (unsigned char)ch >= 0x7f) return false;
+    }
+    return true;
+}
+
+int iscsi_server_set_target(struct iscsi_server *s, const struct iscsi_target_cfg *cfg)
+{
+    if (!s || !cfg || !iqn_valid(cfg->iqn) || cfg->nluns > ISCSI_MAX_LUNS || cfg->ninitiators > ISCSI_MAX_ACL)
+        return -EINVAL;
+    struct iscsi_tgt *t = calloc(1, sizeof *t);
+    if (!t) return -ENOMEM;
+    t->cfg = *cfg;
+    t->cfg.iqn[sizeof t->cfg.iqn - 1] = '\0';
+    t->cfg.alias[sizeof t->cfg.alias - 1] = '\0';
+    t->cfg.chap_user[63] = t->cfg.chap_secret[63] = t->cfg.mutual_user[63] = t->cfg.mutual_secret[63] = '\0';
+    for (unsigned i = 0; i < ISCSI_MAX_ACL; i++) t->cfg.initiators[i][223] = '\0';
+    t->lus = calloc(cfg->nluns ? cfg->nluns : 1, sizeof *t->lus);
+    if (!t->lus) { free(t); return -ENOMEM; }
+    for (unsigned i = 0; i < cfg->nluns; i++) {
+        const struct iscsi_lun_cfg *l = &cfg->luns[i];
+        if (!l->bdev || !l->bdev->block_size || l->bdev->size < l->bdev->block_size || l->lun > 16383 ||
+            tgt_find_lu(t, l->lun) || iscsi_lu_init(&t->lus[t->nlus], l->lun, l->bdev)) {
+            tgt_free(t);
+            return -EINVAL;
+        }
+        t->nlus++;
+    }
+    t->stats = nasd_stats_get(cfg->stats);
+    atomic_init(&t->refs, 1);
+    atomic_init(&t->removed, false);
+
+    struct iscsi_tgt *old = NULL;
+    pthread_rwlock_wrlock(&s->tgt_lock);
+    unsigned i;
+    for (i = 0; i < s->ntgts; i++) if (!strcmp(s->tgts[i]->cfg.iqn, t->cfg.iqn)) break;
+    if (i < s->ntgts) {
+        old = s->tgts[i];
+        s->tgts[i] = t;
+    } else {
+        struct iscsi_tgt **n = realloc(s->tgts, (s->ntgts + 1) * sizeof *n);
+        if (!n) { pthread_rwlock_unlock(&s->tgt_lock); tgt_free(t); return -ENOMEM; }
+        s->tgts = n;
+        s->tgts[s->ntgts++] = t;
+    }
+    pthread_rwlock_unlock(&s->tgt_lock);
+    if (old) {
+        atomic_store(&old->removed, true);
+        tgt_put(old);
+        kick_all_targets(s);
+    }
+    log_info("iscsi: target %s %s (%u LUNs)", t->cfg.iqn, old ? "replaced" : "added", t->nlus);
+    return 0;
+}
+
+int iscsi_server_remove_target(struct iscsi_server *s, const char *iqn)
+{
+    struct iscsi_tgt *old = NULL;
+    pthread_rwlock_wrlock(&s->tgt_lock);
+    for (unsigned i = 0; i < s->ntgts; i++) {
+        if (!strcmp(s->tgts[i]->cfg.iqn, iqn)) {
+            old = s->tgts[i];
+            s->tgts[i] = s->tgts[--s->ntgts];
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&s->tgt_lock);
+    if (!old) return -ENOENT;
+    atomic_store(&old->removed, true);
+    tgt_put(old);
+    kick_all_targets(s);
+    log_info("iscsi: target %s removed", iqn);
+    return 0;
+}
+
+/* ---- worker pool ---- */
+
+void worker_submit(struct iscsi_server *s, struct iscsi_task *t)
+{
+    t->qnext = NULL;
+    pthread_mutex_lock(&s->wq_lock);
+    if (s->wq_tail) s->wq_tail->qnext = t; else s->wq_head = t;
+    s->wq_tail = t;
+    pthread_cond_signal(&s->wq_cond);
+    pthread_mutex_unlock(&s->wq_lock);
+}
+
+static void *worker_main(void *arg)
+{
+    struct iscsi_server *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->wq_lock);
+        while (!s->wq_head && !s->wq_stop) pthread_cond_wait(&s->wq_cond, &s->wq_lock);
+        struct iscsi_task *t = s->wq_head;
+        if (!t) { pthread_mutex_unlock(&s->wq_lock); return NULL; }
+        s->wq_head = t->qnext;
+        if (!s->wq_head) s->wq_tail = NULL;
+        pthread_mutex_unlock(&s->wq_lock);
+
+        if (!t->aborted) {
+            uint64_t c0 = nasd_thread_cpu_ns();
+            scsi_execute(&t->sc);
+            t->cpu_ns += nasd_thread_cpu_ns() - c0;
+        }
+        struct net_thread *nt = t->conn->nt;
+        t->qnext = NULL;
+        pthread_mutex_lock(&nt->lock);
+        bool was_empty = !nt->done_head;
+        if (nt->done_tail) nt->done_tail->qnext = t; else nt->done_head = t;
+        nt->done_tail = t;
+        pthread_mutex_unlock(&nt->lock);
+        if (was_empty) kick(nt);
+    }
+}
+
+/* ---- network threads ---- */
+
+static void drain_done(struct net_thread *nt)
+{
+    pthread_mutex_lock(&nt->lock);
+    struct iscsi_task *t = nt->done_head;
+    nt->done_head = nt->done_tail = NULL;
+    pthread_mutex_unlock(&nt->lock);
+    while (t) {
+        struct iscsi_task *n = t->qnext;
+        conn_task_done(t);
+        t = n;
+    }
+}
+
+static void accept_new(struct net_thread *nt)
+{
+    struct iscsi_server *s = nt->srv;
+    for (;;) {
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) log_warn("iscsi: accept: %s", strerror(errno));
+            return;
+        }
+        struct net_thread *to = &s->nt[atomic_fetch_add(&s->rr, 1) % s->nnet];
+        if (to == nt) { conn_new(nt, fd); continue; }
+        pthread_mutex_lock(&to->lock);
+        if (to->nnew < sizeof to->new_fds / sizeof to->new_fds[0]) { to->new_fds[to->nnew++] = fd; fd = -1; }
+        pthread_mutex_unlock(&to->lock);
+        if (fd >= 0) conn_new(nt, fd); else kick(to);
+    }
+}
+
+static void on_kick(struct net_thread *nt)
+{
+    uint64_t v;
+    if (read(nt->evfd, &v, sizeof v) < 0) { /* spurious */ }
+    int fds[64];
+    unsigned n;
+    pthread_mutex_lock(&nt->lock);
+    n = nt->nnew;
+    memcpy(fds, nt->new_fds, n * sizeof fds[0]);
+    nt->nnew = 0;
+    pthread_mutex_unlock(&nt->lock);
+    for (unsigned i = 0; i < n; i++) conn_new(nt, fds[i]);
+    if (atomic_exchange(&nt->kick_targets, false)) {
+        for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
+            next = c->next;
+            if (c->tgt && atomic_load(&c->tgt->removed)) {
+                log_info("iscsi: dropping session of %s (target removed/replaced)", c->initiator);
+                conn_close(c);
+            }
+        }
+    }
+    drain_done(nt);
+}
+
+static int listen_kind = KIND_LISTEN;
+
+static void *net_main(void *arg)
+{
+    struct net_thread *nt = arg;
+    struct epoll_event ev[64];
+    while (!atomic_load(&nt->stop)) {
+        int n = epoll_wait(nt->epfd, ev, 64, -1);
+        if (n < 0) { if (errno == EINTR) continue; log_err("iscsi: epoll_wait: %s", strerror(errno)); break; }
+        for (int i = 0; i < n; i++) {
+            int kind = *(int *)ev[i].data.ptr;
+            if (kind == KIND_LISTEN) accept_new(nt);
+            else if (kind == KIND_EVENT) on_kick(nt);
+            else conn_on_event(ev[i].data.ptr, ev[i].events);
+        }
+    }
+    while (nt->conns) conn_close(nt->conns);
+    return NULL;
+}
+
+/* ---- lifetime ---- */
+
+static int parse_portal(const char *portal, struct sockaddr_storage *ss, socklen_t *sl)
+{
+    char host[256];
+    const char *port;
+    if (portal[0] == '[') {
+        const char *e = strchr(portal, ']');
+        if (!e || e[1] != ':' || (size_t)(e - portal - 1) >= sizeof host) return -1;
+        memcpy(host, portal + 1, e - portal - 1);
+        host[e - portal - 1] = '\0';
+        port = e + 2;
+    } else {
+        const char *colon = strrchr(portal, ':');
+        if (!colon || (size_t)(colon - portal) >= sizeof host) return -1;
+        memcpy(host, portal, colon - portal);
+        host[colon - portal] = '\0';
+        port = colon + 1;
+    }
+    struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *ai;
+    if (getaddrinfo(host[0] ? host : NULL, port, &hints, &ai)) return -1;
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *sl = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (!portal || parse_portal(portal, &ss, &sl)) { snprintf(err, errlen, "bad portal '%s'", portal ? portal : ""); return NULL; }
+    struct iscsi_server *s = calloc(1, sizeof *s);
+    if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
+    s->kind_listen = KIND_LISTEN;
+    pthread_rwlock_init(&s->tgt_lock, NULL);
+    pthread_mutex_init(&s->wq_lock, NULL);
+    pthread_cond_init(&s->wq_cond, NULL);
+    atomic_init(&s->next_tsih, 0);
+    s->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (s->listen_fd < 0 || setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(s->listen_fd, (struct sockaddr *)&ss, sl) || listen(s->listen_fd, 128)) {
+        snprintf(err, errlen, "listen on %s: %s", portal, strerror(errno));
+        if (s->listen_fd >= 0) close(s->listen_fd);
+        free(s);
+        return NULL;
+    }
+    if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &sl) == 0)
+        s->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    s->nnet = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (unsigned)ncpu;
+    s->nworkers = workers > 0 ? (unsigned)workers : 4;
+    s->nt = calloc(s->nnet, sizeof *s->nt);
+    s->workers = calloc(s->nworkers, sizeof *s->workers);
+    if (!s->nt || !s->workers) goto fail;
+    for (unsigned i = 0; i < s->nnet; i++) {
+        struct net_thread *nt = &s->nt[i];
+        nt->kind = KIND_EVENT;
+        nt->srv = s;
+        nt->idx = (int)i;
+        pthread_mutex_init(&nt->lock, NULL);
+        nt->epfd = epoll_create1(EPOLL_CLOEXEC);
+        nt->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = nt };
+        if (nt->epfd < 0 || nt->evfd < 0 || epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->evfd, &ev)) goto fail;
+    }
+    struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &listen_kind };
+    if (epoll_ctl(s->nt[0].epfd, EPOLL_CTL_ADD, s->listen_fd, &lev)) goto fail;
+    unsigned nw = 0, nn = 0;
+    for (; nw < s->nworkers; nw++)
+        if (pthread_create(&s->workers[nw], NULL, worker_main, s)) goto fail_threads;
+    for (; nn < s->nnet; nn++)
+        if (pthread_create(&s->nt[nn].th, NULL, net_main, &s->nt[nn])) goto fail_threads;
+    log_info("iscsi: listening on %s (port %d, %u network threads, %u workers)", portal, s->port, s->nnet, s->nworkers);
+    return s;
+fail_threads:
+    snprintf(err, errlen, "iscsi: cannot start threads: %s", strerror(errno));
+    for (unsigned i = 0; i < nn; i++) { atomic_store(&s->nt[i].stop, true); kick(&s->nt[i]); pthread_join(s->nt[i].th, NULL); }
+    pthread_mutex_lock(&s->wq_lock);
+    s->wq_stop = true;
+    pthread_cond_broadcast(&s->wq_cond);
+    pthread_mutex_unlock(&s->wq_lock);
+    for (unsigned i = 0; i < nw; i++) pthread_join(s->workers[i], NULL);
+    goto cleanup;
+fail:
+    snprintf(err, errlen, "iscsi server setup failed: %s", strerror(errno));
+cleanup:
+    if (s->nt)
+        for (unsigned i = 0; i < s->nnet; i++) {
+            if (s->nt[i].epfd > 0) close(s->nt[i].epfd);
+            if (s->nt[i].evfd > 0) close(s->nt[i].evfd);
+        }
+    close(s->listen_fd);
+    free(s->nt);
+    free(s->workers);
+    free(s);
+    return NULL;
+}
+
+void iscsi_server_stop(struct iscsi_server *s)
+{
+    if (!s) return;
+    for (unsigned i = 0; i < s->nnet; i++) { atomic_store(&s->nt[i].stop, true); kick(&s->nt[i]); }
+    for (unsigned i = 0; i < s->nnet; i++) pthread_join(s->nt[i].th, NULL);
+    close(s->listen_fd);
+    pthread_mutex_lock(&s->wq_lock);
+    s->wq_stop = true;
+    pthread_cond_broadcast(&s->wq_cond);
+    pthread_mutex_unlock(&s->wq_lock);
+    for (unsigned i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
+    for (unsigned i = 0; i < s->nnet; i++) {
+        struct net_thread *nt = &s->nt[i];
+        drain_done(nt);                        /* connections are dead: frees tasks + conns */
+        for (unsigned k = 0; k < nt->nnew; k++) close(nt->new_fds[k]);
+        close(nt->epfd);
+        close(nt->evfd);
+        pthread_mutex_destroy(&nt->lock);
+    }
+    for (unsigned i = 0; i < s->ntgts; i++) { atomic_store(&s->tgts[i]->removed, true); tgt_put(s->tgts[i]); }
+    free(s->tgts);
+    free(s->nt);
+    free(s->workers);
+    pthread_rwlock_destroy(&s->tgt_lock);
+    pthread_mutex_destroy(&s->wq_lock);
+    pthread_cond_destroy(&s->wq_cond);
+    free(s);
+}
+
+int iscsi_server_port(struct iscsi_server *s) { return s ? s->port : -1; }

@@ -1,0 +1,374 @@
+/* SCSI command flow over iSCSI: command PDU -> (immediate/unsolicited/R2T data-out)
+ * -> execute inline or on a worker -> Data-In with phase-collapsed status or a SCSI
+ * Response. Also task management. Runs on the connection's network thread. */
+#include "iscsi/iscsi_int.h"
+#include "nasd/log.h"
+#include <stdlib.h>
+#include <string.h>
+
+bool conn_check_cmdsn(struct iscsi_conn *c, const uint8_t *bhs);
+
+static unsigned hslot(uint32_t itt) { return (itt ^ (itt >> 8) ^ (itt >> 16)) % ISCSI_TASK_HASH; }
+
+static struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt)
+{
+    for (struct iscsi_task *t = c->tasks[hslot(itt)]; t; t = t->hnext)
+        if (t->itt == itt) return t;
+    return NULL;
+}
+
+static void task_unhash(struct iscsi_task *t)
+{
+    if (!t->in_hash) return;
+    struct iscsi_conn *c = t->conn;
+    struct iscsi_task **pp = &c->tasks[hslot(t->itt)];
+    while (*pp && *pp != t) pp = &(*pp)->hnext;
+    if (*pp) *pp = t->hnext;
+    t->in_hash = false;
+    c->ntasks--;
+}
+
+static void task_free(struct iscsi_task *t)
+{
+    task_unhash(t);
+    free(t->dout);
+    free(t->sc.din);
+    free(t);
+}
+
+static uint64_t cpu_now(void) { return nasd_thread_cpu_ns(); }
+static void cpu_pause(struct iscsi_task *t) { t->cpu_ns += cpu_now() - t->cpu_mark; }
+
+/* ---- responses ---- */
+
+static void record_stats(struct iscsi_task *t)
+{
+    struct iscsi_conn *c = t->conn;
+    if (!c->tgt || !c->tgt->stats) return;
+    t->cpu_ns += cpu_now() - t->cpu_mark;
+    nasd_stats_record(c->tgt->stats, t->sc.kind, t->sc.io_bytes, nasd_now_ns() - t->t_arrive,
+                      t->cpu_ns, t->sc.status != SAM_GOOD);
+}
+
+static void send_scsi_response(struct iscsi_conn *c, struct iscsi_task *t, uint8_t rflags, uint32_t resid, uint32_t expdatasn)
+{
+    struct tx_buf *b = tx_new(c, OP_SCSI_RSP);
+    if (!b) return;
+    b->hdr[1] = BHS_F | rflags;
+    b->hdr[3] = t->sc.status;
+    put_be32(b->hdr + 16, t->itt);
+    conn_fill_sn(c, b->hdr, true);
+    put_be32(b->hdr + 36, expdatasn);
+    put_be32(b->hdr + 44, resid);
+    if (t->sc.sense_len) {
+        put_be16(b->inl, t->sc.sense_len);
+        memcpy(b->inl + 2, t->sc.sense, t->sc.sense_len);
+        tx_set_data(c, b, b->inl, 2u + t->sc.sense_len, NULL);
+    }
+    tx_queue(c, b);
+}
+
+/* Sends the result of a finished task and frees it. */
+static void task_respond(struct iscsi_task *t)
+{
+    struct iscsi_conn *c = t->conn;
+    struct scsi_cmd *sc = &t->sc;
+    if (t->aborted || c->dead) { task_free(t); return; }
+    task_unhash(t);
+    uint8_t rflags = 0;
+    uint32_t resid = 0;
+    if (t->res_flags) {
+        rflags = t->res_flags; resid = t->res_count;
+    } else if (sc->status == SAM_GOOD && sc->dir == DIR_IN) {
+        if (sc->din_full > t->edtl) { rflags = DIN_O; resid = sc->din_full - t->edtl; }
+        else if (sc->din_full < t->edtl) { rflags = DIN_U; resid = t->edtl - sc->din_full; }
+    } else if (sc->status == SAM_GOOD && sc->dir == DIR_NONE && t->edtl) {
+        rflags = DIN_U; resid = t->edtl;
+    }
+    uint32_t datasn = 0;
+    if (sc->din_len) {
+        uint32_t off = 0, seq = 0;
+        uint8_t *din = sc->din;
+        sc->din = NULL;                                  /* owned by the last Data-In now */
+        while (off < sc->din_len) {
+            uint32_t n = sc->din_len - off;
+            if (n > c->mrdsl_tx) n = c->mrdsl_tx;
+            if (seq + n > c->max_burst) n = c->max_burst - seq;
+            bool last = off + n == sc->din_len;
+            struct tx_buf *b = tx_new(c, OP_DATA_IN);
+            if (!b) { if (last) free(din); break; }
+            seq += n;
+            uint8_t fl = 0;
+            if (last || seq == c->max_burst) { fl |= BHS_F; seq = 0; }
+            bool status_here = last && sc->status == SAM_GOOD && !sc->sense_len;
+            if (status_here) { fl |= DIN_S | rflags; b->hdr[3] = sc->status; }
+            b->hdr[1] = fl;
+            memcpy(b->hdr + 8, t->lun_field, 8);
+            put_be32(b->hdr + 16, t->itt);
+            put_be32(b->hdr + 20, ISCSI_RSVD_TAG);
+            conn_fill_sn(c, b->hdr, status_here);
+            if (!status_here) put_be32(b->hdr + 24, 0);
+            put_be32(b->hdr + 36, datasn++);
+            put_be32(b->hdr + 40, off);
+            if (status_here) put_be32(b->hdr + 44, resid);
+            tx_set_data(c, b, din + off, n, last ? din : NULL);
+            tx_queue(c, b);
+            off += n;
+            if (last && status_here) { record_stats(t); task_free(t); return; }
+        }
+    }
+    send_scsi_response(c, t, rflags, resid, sc->dir == DIR_IN ? datasn : t->r2tsn);
+    record_stats(t);
+    task_free(t);
+}
+
+static void send_r2t(struct iscsi_conn *c, struct iscsi_task *t)
+{
+    uint32_t len = t->sc.dout_need - t->recv;
+    if (len > c->max_burst) len = c->max_burst;
+    t->ttt = c->next_ttt++;
+    if (t->ttt == ISCSI_RSVD_TAG) t->ttt = c->next_ttt++;
+    t->seq_end = t->recv + len;
+    t->exp_datasn = 0;
+    t->state = TS_WAIT_R2T;
+    struct tx_buf *b = tx_new(c, OP_R2T);
+    if (!b) return;
+    b->hdr[1] = BHS_F;
+    memcpy(b->hdr + 8, t->lun_field, 8);
+    put_be32(b->hdr + 16, t->itt);
+    put_be32(b->hdr + 20, t->ttt);
+    conn_fill_sn(c, b->hdr, false);
+    put_be32(b->hdr + 36, t->r2tsn++);
+    put_be32(b->hdr + 40, t->recv);
+    put_be32(b->hdr + 44, len);
+    tx_queue(c, b);
+}
+
+static void task_execute(struct iscsi_task *t)
+{
+    struct iscsi_conn *c = t->conn;
+    t->sc.dout = t->dout;
+    t->sc.dout_len = t->recv;
+    t->state = TS_EXEC;
+    if (t->sc.slow) {
+        cpu_pause(t);
+        atomic_fetch_add(&c->refs, 1);
+        worker_submit(c->nt->srv, t);
+        return;
+    }
+    scsi_execute(&t->sc);
+    task_respond(t);
+}
+
+/* Worker finished: back on the connection's thread. */
+void conn_task_done(struct iscsi_task *t)
+{
+    struct iscsi_conn *c = t->conn;
+    t->cpu_mark = cpu_now();
+    task_respond(t);
+    conn_flush(c);
+    conn_put(c);
+}
+
+/* Complete without executing (prepare failed or protocol-level error). */
+static void task_finish_early(struct iscsi_task *t)
+{
+    t->sc.din_len = 0;
+    task_respond(t);
+}
+
+int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen)
+{
+    uint64_t arrive = nasd_now_ns();
+    if (!conn_check_cmdsn(c, bhs)) return 0;
+    uint32_t itt = bhs_itt(bhs);
+    if (itt == ISCSI_RSVD_TAG) return -1;
+    struct iscsi_task *old = task_find(c, itt);
+    if (old) { log_debug("iscsi: ITT 0x%x already in use", itt); return -1; }
+    struct iscsi_task *t = calloc(1, sizeof *t);
+    if (!t) return -1;
+    t->cpu_mark = cpu_now();
+    t->t_arrive = arrive;
+    t->conn = c;
+    t->itt = itt;
+    t->flags = bhs[1];
+    t->edtl = get_be32(bhs + 20);
+    t->cmdsn = get_be32(bhs + 24);
+    memcpy(t->lun_field, bhs + 8, 8);
+    memcpy(t->cdb, bhs + 32, 16);
+    t->in_hash = true;
+    t->hnext = c->tasks[hslot(itt)];
+    c->tasks[hslot(itt)] = t;
+    c->ntasks++;
+
+    struct iscsi_tgt *tg = c->tgt;
+    struct scsi_cmd *sc = &t->sc;
+    sc->cdb = t->cdb;
+    sc->lu = tgt_find_lu(tg, lun_decode(t->lun_field));
+    sc->all_lus = tg->lus;
+    sc->nlus = tg->nlus;
+    sc->nexus = c->nexus;
+    sc->initiator = c->initiator;
+    sc->target_name = tg->cfg.iqn;
+    sc->tpgt = ISCSI_TPGT;
+    sc->din_max = (t->flags & CMD_R) ? t->edtl : 0;
+
+    bool wflag = t->flags & CMD_W;
+    if (dlen && (!wflag || !c->immediate_data || dlen > t->edtl || dlen > c->first_burst)) {
+        log_debug("iscsi: bad immediate data (%u bytes)", dlen);
+        return -1;
+    }
+    if (scsi_prepare(sc)) { task_finish_early(t); return 0; }
+
+    /* direction / length consistency between iSCSI and the CDB */
+    if ((sc->dir != DIR_OUT && wflag && t->edtl) || (sc->dir == DIR_OUT && (t->flags & CMD_R))) {
+        scsi_set_sense(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IU);
+        task_finish_early(t);
+        return 0;
+    }
+    if (sc->dir == DIR_OUT && t->edtl != sc->dout_need) {
+        scsi_set_sense(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IU);
+        if (t->edtl < sc->dout_need) { t->res_flags = DIN_O; t->res_count = sc->dout_need - t->edtl; }
+        else { t->res_flags = DIN_U; t->res_count = t->edtl - sc->dout_need; }
+        task_finish_early(t);
+        return 0;
+    }
+    if (sc->dir == DIR_OUT && sc->dout_need) {
+        t->dout = malloc(sc->dout_need);
+        if (!t->dout) { scsi_set_sense(sc, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); task_finish_early(t); return 0; }
+        memcpy(t->dout, data, dlen);
+        t->recv = dlen;
+        if (!(t->flags & BHS_F)) {
+            if (c->initial_r2t) return -1;               /* unsolicited data not allowed */
+            uint32_t unsol = c->first_burst < t->edtl ? c->first_burst : t->edtl;
+            if (t->recv >= unsol) return -1;
+            t->seq_end = unsol;
+            t->exp_datasn = 0;
+            t->state = TS_WAIT_UNSOL;
+            t->ttt = ISCSI_RSVD_TAG;
+            cpu_pause(t);
+            return 0;
+        }
+        if (t->recv < sc->dout_need) { send_r2t(c, t); cpu_pause(t); return 0; }
+    }
+    task_execute(t);
+    return 0;
+}
+
+int task_data_out(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen)
+{
+    uint32_t itt = bhs_itt(bhs), ttt = get_be32(bhs + 20);
+    struct iscsi_task *t = task_find(c, itt);
+    if (!t) { log_debug("iscsi: Data-Out for unknown ITT 0x%x ignored", itt); return 0; }
+    if (dlen > c->mrdsl_tx && dlen > ISCSI_OUR_MRDSL) return -1;
+    bool unsol = ttt == ISCSI_RSVD_TAG;
+    if (unsol ? t->state != TS_WAIT_UNSOL : (t->state != TS_WAIT_R2T || ttt != t->ttt)) {
+        if (t->state == TS_EXEC || t->state == TS_DONE) return 0;   /* stray data after early status */
+        log_debug("iscsi: unexpected Data-Out (ttt 0x%x)", ttt);
+        return -1;
+    }
+    uint32_t datasn = get_be32(bhs + 36), boff = get_be32(bhs + 40);
+    if (datasn != t->exp_datasn) { log_debug("iscsi: DataSN %u, expected %u", datasn, t->exp_datasn); return -1; }
+    if (boff != t->recv || dlen > t->seq_end - t->recv) { log_debug("iscsi: Data-Out offset/length error"); return -1; }
+    t->cpu_mark = cpu_now();
+    memcpy(t->dout + t->recv, data, dlen);
+    t->recv += dlen;
+    t->exp_datasn++;
+    if (!(bhs[1] & BHS_F)) { cpu_pause(t); return 0; }
+    if (t->recv < t->sc.dout_need) {
+        if (t->recv != t->seq_end && !unsol) return -1;
+        send_r2t(c, t);
+        cpu_pause(t);
+        return 0;
+    }
+    task_execute(t);
+    return 0;
+}
+
+void task_free_all(struct iscsi_conn *c)
+{
+    for (unsigned i = 0; i < ISCSI_TASK_HASH; i++) {
+        struct iscsi_task *t = c->tasks[i];
+        while (t) {
+            struct iscsi_task *n = t->hnext;
+            t->in_hash = false;
+            c->ntasks--;
+            if (t->state == TS_EXEC && t->sc.slow) t->aborted = true;  /* worker frees it */
+            else { free(t->dout); free(t->sc.din); free(t); }
+            t = n;
+        }
+        c->tasks[i] = NULL;
+    }
+}
+
+/* Abort one task: unhash it; a task on a worker is freed when it comes back. */
+static void task_abort(struct iscsi_task *t)
+{
+    if (t->state == TS_EXEC && t->sc.slow) { task_unhash(t); t->aborted = true; return; }
+    task_free(t);
+}
+
+static void abort_lun(struct iscsi_conn *c, const uint8_t *lun_field, bool all_luns)
+{
+    for (unsigned i = 0; i < ISCSI_TASK_HASH; i++) {
+        struct iscsi_task *t = c->tasks[i];
+        while (t) {
+            struct iscsi_task *n = t->hnext;
+            if (all_luns || !memcmp(t->lun_field, lun_field, 8)) task_abort(t);
+            t = n;
+        }
+    }
+}
+
+enum { TMF_COMPLETE = 0, TMF_NO_TASK = 1, TMF_NO_LUN = 2, TMF_REASSIGN_UNSUPPORTED = 4,
+       TMF_NOT_SUPPORTED = 5, TMF_REJECTED = 255 };
+
+int task_tmf(struct iscsi_conn *c, const uint8_t *bhs)
+{
+    uint8_t fn = bhs[1] & 0x7f;
+    uint8_t resp = TMF_COMPLETE;
+    struct iscsi_tgt *tg = c->tgt;
+    struct iscsi_lu *lu = tgt_find_lu(tg, lun_decode(bhs + 8));
+    bool close_after = false;
+    switch (fn) {
+    case 1: {                                                 /* ABORT TASK */
+        uint32_t rtt = get_be32(bhs + 20), refsn = get_be32(bhs + 32);
+        struct iscsi_task *t = task_find(c, rtt);
+        if (t && !memcmp(t->lun_field, bhs + 8, 8)) task_abort(t);
+        else if (t) resp = TMF_NO_TASK;
+        else resp = sn_lt(refsn, c->exp_cmd_sn) ? TMF_COMPLETE : TMF_NO_TASK;
+        break;
+    }
+    case 2: case 4:                                           /* ABORT / CLEAR TASK SET */
+        if (!lu) { resp = TMF_NO_LUN; break; }
+        abort_lun(c, bhs + 8, false);
+        break;
+    case 3:                                                   /* CLEAR ACA: ACA unsupported */
+        resp = lu ? TMF_NOT_SUPPORTED : TMF_NO_LUN;
+        break;
+    case 5:                                                   /* LOGICAL UNIT RESET */
+        if (!lu) { resp = TMF_NO_LUN; break; }
+        abort_lun(c, bhs + 8, false);
+        iscsi_lu_release_nexus(lu, NULL);
+        break;
+    case 6: case 7:                                           /* TARGET WARM / COLD RESET */
+        abort_lun(c, NULL, true);
+        for (unsigned i = 0; i < tg->nlus; i++) iscsi_lu_release_nexus(&tg->lus[i], NULL);
+        close_after = fn == 7;
+        break;
+    case 8:                                                   /* TASK REASSIGN (ERL 0) */
+        resp = TMF_REASSIGN_UNSUPPORTED;
+        break;
+    default:
+        resp = TMF_REJECTED;
+    }
+    struct tx_buf *b = tx_new(c, OP_TMF_RSP);
+    if (!b) return -1;
+    b->hdr[1] = BHS_F;
+    b->hdr[2] = resp;
+    put_be32(b->hdr + 16, bhs_itt(bhs));
+    conn_fill_sn(c, b->hdr, true);
+    tx_queue(c, b);
+    if (close_after) c->close_after_flush = true;
+    return 0;
+}
