@@ -43,6 +43,18 @@ static const char *migrations[] = {
     "  all_squash INTEGER NOT NULL DEFAULT 0, anonuid INTEGER NOT NULL DEFAULT 65534,"
     "  anongid INTEGER NOT NULL DEFAULT 65534, enabled INTEGER NOT NULL DEFAULT 1,"
     "  created INTEGER NOT NULL);",
+    /* 2: monitoring history (per-minute samples, pruned after 7 days) and self-test jobs */
+    "CREATE TABLE stats_minute(export_type TEXT NOT NULL, export_id INTEGER NOT NULL, minute INTEGER NOT NULL,"
+    "  read_iops REAL NOT NULL, write_iops REAL NOT NULL, other_iops REAL NOT NULL,"
+    "  read_bps REAL NOT NULL, write_bps REAL NOT NULL, lat_p50_us REAL NOT NULL, lat_p99_us REAL NOT NULL,"
+    "  cpu_pct REAL NOT NULL, errors INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY(export_type, export_id, minute)) WITHOUT ROWID;"
+    "CREATE INDEX stats_minute_time ON stats_minute(minute);"
+    "CREATE TABLE selftest_jobs(id INTEGER PRIMARY KEY AUTOINCREMENT, export_type TEXT NOT NULL,"
+    "  export_id INTEGER NOT NULL, export_name TEXT NOT NULL, pattern TEXT NOT NULL, seconds INTEGER NOT NULL,"
+    "  queue_depth INTEGER NOT NULL, destructive INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL,"
+    "  progress REAL NOT NULL DEFAULT 0, started INTEGER NOT NULL, finished INTEGER,"
+    "  result_json TEXT, timeline_json TEXT NOT NULL DEFAULT '[]', error TEXT);",
 };
 
 int db_latest_schema_version(void) { return (int)(sizeof migrations / sizeof *migrations); }
