@@ -2,7 +2,7 @@
  *   nfs_client_test URL MODE [ARG]
  * URL: nfs://127.0.0.1/export?nfsport=P&mountport=M
  * MODE: basic | ro | quota BYTES | owner UID | mount-fail | save-handle FILE |
- *       check-handle FILE
+ *       check-handle FILE | portmap PMPORT NFSPORT MOUNTPORT
  * Exits 0 when every check passes; prints the failing check otherwise. */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
 #include <nfsc/libnfs-raw-mount.h>
+#include <nfsc/libnfs-raw-portmap.h>
 #include <nfsc/libnfs-raw-nfs.h>
 #include <xxhash.h>
 
@@ -161,6 +162,37 @@ static uint32_t raw_lookup(const struct fhbuf *dir, const char *name, struct fhb
 }
 
 static int fh_eq(const struct fhbuf *a, const struct fhbuf *b) { return a->len == b->len && !memcmp(a->b, b->b, a->len); }
+
+
+static void getport_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    (void)rpc;
+    struct raw_res *r = priv;
+    r->done = 1;
+    r->status = status;
+    if (status == RPC_STATUS_SUCCESS) r->st = *(uint32_t *)data;
+}
+
+/* Built-in portmapper on a test port: GETPORT must name our NFS/MOUNT ports. */
+static void test_portmap(int pmport, int nfsport, int mountport)
+{
+    struct rpc_context *rpc = rpc_init_context();
+    struct raw_res r = { 0 };
+    if (rpc_connect_port_async(rpc, g_server, pmport, PMAP_PROGRAM, PMAP_V2, connect_cb, &r) ||
+        rpc_wait(rpc, &r.done) || r.status != RPC_STATUS_SUCCESS) {
+        CHECK(0, "connect to portmapper on %d", pmport);
+        rpc_destroy_context(rpc);
+        return;
+    }
+    const int q[3][3] = { { 100003, 3, nfsport }, { 100005, 3, mountport }, { 100099, 1, 0 } };
+    for (int i = 0; i < 3; i++) {
+        memset(&r, 0, sizeof r);
+        CHECK(rpc_pmap2_getport_async(rpc, q[i][0], q[i][1], 6, getport_cb, &r) == 0 && rpc_wait(rpc, &r.done) == 0 &&
+              r.status == RPC_STATUS_SUCCESS && (int)r.st == q[i][2],
+              "GETPORT %d v%d: %u, expected %d", q[i][0], q[i][1], r.st, q[i][2]);
+    }
+    rpc_destroy_context(rpc);
+}
 
 /* LOOKUP ".." at the root gives the root; names with '/' are refused. */
 static void test_dotdot(void)
@@ -425,7 +457,7 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: nfs_client_test URL basic|ro|quota BYTES|owner UID|mount-fail|"
-                        "save-handle FILE|check-handle FILE\n");
+                        "save-handle FILE|check-handle FILE|portmap PMPORT NFSPORT MOUNTPORT\n");
         return 2;
     }
     const char *mode = argv[2], *arg = argc > 3 ? argv[3] : NULL;
@@ -436,6 +468,11 @@ int main(int argc, char **argv)
     g_export = url->path;
     const char *mp = strstr(argv[1], "mountport=");
     g_mountport = mp ? atoi(mp + 10) : 0;
+    if (!strcmp(mode, "portmap") && argc > 5) {
+        test_portmap(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+        printf("%s: %s (%d failures)\n", mode, failures ? "FAILED" : "ok", failures);
+        return failures ? 1 : 0;
+    }
     int mr = nfs_mount(nfs, url->server, url->path);
     if (!strcmp(mode, "mount-fail")) {
         CHECK(mr != 0, "mount succeeded but should have been refused");

@@ -1,0 +1,107 @@
+#!/bin/bash
+# NFSv3 service end to end via build/tools/nfs_serve on free high ports:
+# libnfs C test program, nfs-ls/nfs-cp/nfs-cat with sha256 checks, portmapper,
+# root_squash ownership, quota, read-only export, denied client network, and a
+# file handle that survives a server restart.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+B=${B:-build}
+SERVE=$B/tools/nfs_serve
+CT=$B/tools/nfs_client_test
+for b in "$SERVE" "$CT"; do [ -x "$b" ] || { echo "FAIL: missing $b (run make all)"; exit 1; }; done
+for t in nfs-ls nfs-cp nfs-cat python3 sha256sum; do
+    command -v $t >/dev/null || { echo "FAIL: $t not installed"; exit 1; }
+done
+
+TMP=$(mktemp -d /tmp/nfs40.XXXXXX)
+PID=
+cleanup() {
+    if [ -n "$PID" ]; then kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$TMP/log" ] && tail -20 "$TMP/log"; exit 1; }
+
+# three free ports: nfs, mount, portmap
+read -r NP MP PP < <(python3 -c '
+import socket
+ss=[socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(*[s.getsockname()[1] for s in ss])
+for s in ss: s.close()')
+mkdir -p "$TMP/exp" "$TMP/state"
+chmod 777 "$TMP/exp"
+echo "hello over nfs" > "$TMP/exp/hello.txt"
+ARGS="?nfsport=$NP&mountport=$MP"
+URL="nfs://127.0.0.1/export"
+
+start() {
+    : > "$TMP/out"
+    "$SERVE" --dir "$TMP/exp" --path /export --nfsport "$NP" --mountport "$MP" --portmap "$PP" \
+        --state "$TMP/state" "$@" > "$TMP/out" 2> "$TMP/log" &
+    PID=$!
+    for _ in $(seq 100); do
+        grep -q '^ready' "$TMP/out" && return 0
+        kill -0 "$PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    fail "nfs_serve did not start ($*)"
+}
+stop() {
+    kill "$PID" && wait "$PID"
+    local rc=$?
+    PID=
+    [ $rc -eq 0 ] || fail "nfs_serve exited with $rc"
+}
+
+echo "-- basic operations (C test program) + portmapper"
+start
+timeout 120 "$CT" "$URL$ARGS" basic || fail "basic test"
+timeout 20 "$CT" "$URL$ARGS" portmap "$PP" "$NP" "$MP" || fail "portmap test"
+
+echo "-- nfs-cp / nfs-cat / nfs-ls"
+head -c 20000000 /dev/urandom > "$TMP/src.bin"
+want=$(sha256sum < "$TMP/src.bin" | cut -d' ' -f1)
+timeout 60 nfs-cp "$TMP/src.bin" "$URL/copy.bin$ARGS" > /dev/null || fail "nfs-cp upload"
+[ "$(sha256sum < "$TMP/exp/copy.bin" | cut -d' ' -f1)" = "$want" ] || fail "server-side content differs"
+timeout 60 nfs-cp "$URL/copy.bin$ARGS" "$TMP/back.bin" > /dev/null || fail "nfs-cp download"
+[ "$(sha256sum < "$TMP/back.bin" | cut -d' ' -f1)" = "$want" ] || fail "downloaded content differs"
+[ "$(timeout 60 nfs-cat "$URL/copy.bin$ARGS" | sha256sum | cut -d' ' -f1)" = "$want" ] || fail "nfs-cat content differs"
+[ "$(timeout 20 nfs-cat "$URL/hello.txt$ARGS")" = "hello over nfs" ] || fail "nfs-cat hello.txt"
+ls_out=$(timeout 20 nfs-ls "$URL$ARGS") || fail "nfs-ls"
+echo "$ls_out" | grep -q 'copy.bin' || fail "nfs-ls does not list copy.bin: $ls_out"
+echo "$ls_out" | grep 'copy.bin' | grep -q 20000000 || fail "nfs-ls size of copy.bin: $ls_out"
+rm -f "$TMP/exp/copy.bin"
+
+echo "-- handle saved before a restart"
+timeout 20 "$CT" "$URL$ARGS" save-handle "$TMP/handle" || fail "save-handle"
+stop
+
+echo "-- root_squash: files created by root belong to anonuid"
+start --root-squash --anonuid 4242 --anongid 4242
+timeout 20 "$CT" "$URL$ARGS" owner 4242 || fail "root_squash owner"
+echo "-- restarted server accepts the old handle, rejects forged ones"
+timeout 20 "$CT" "$URL$ARGS" check-handle "$TMP/handle" || fail "handle after restart"
+stop
+
+echo "-- quota"
+start --quota 8000000
+timeout 60 "$CT" "$URL$ARGS" quota 8000000 || fail "quota test"
+stop
+
+echo "-- read-only export"
+start --ro
+timeout 20 "$CT" "$URL$ARGS" ro || fail "read-only test"
+if timeout 20 nfs-cp "$TMP/src.bin" "$URL/ro.bin$ARGS" > /dev/null 2>&1; then fail "nfs-cp to a read-only export succeeded"; fi
+[ ! -s "$TMP/exp/ro.bin" ] || fail "data written through a read-only export"
+stop
+
+echo "-- client networks"
+start --clients 10.0.0.0/8
+timeout 20 "$CT" "$URL$ARGS" mount-fail || fail "mount from a denied network was not refused"
+if timeout 20 nfs-ls "$URL$ARGS" > /dev/null 2>&1; then fail "nfs-ls from a denied network succeeded"; fi
+stop
+start --clients 10.0.0.0/8,127.0.0.0/8
+timeout 20 nfs-ls "$URL$ARGS" | grep -q hello.txt || fail "allowed network cannot list"
+stop
+echo "40_nfs: ok"
