@@ -1,0 +1,41 @@
+#!/bin/bash
+# Malformed RPC traffic against nfs_serve (bad record marks, oversized fragments,
+# garbage XDR, wrong RPC version/program/procedure, truncated calls, bad auth):
+# every case must get a clean error reply or a connection close, and a normal
+# libnfs client must still work afterwards.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+B=${B:-build}
+SERVE=$B/tools/nfs_serve
+MAL=$B/tools/nfs_malformed
+for b in "$SERVE" "$MAL"; do [ -x "$b" ] || { echo "FAIL: missing $b (run make all)"; exit 1; }; done
+
+TMP=$(mktemp -d /tmp/nfs41.XXXXXX)
+PID=
+cleanup() {
+    if [ -n "$PID" ]; then kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; tail -20 "$TMP/log"; exit 1; }
+
+read -r NP MP < <(python3 -c '
+import socket
+ss=[socket.socket() for _ in range(2)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(*[s.getsockname()[1] for s in ss])
+for s in ss: s.close()')
+mkdir -p "$TMP/exp"
+echo "still serving" > "$TMP/exp/alive.txt"
+"$SERVE" --dir "$TMP/exp" --path /export --nfsport "$NP" --mountport "$MP" > "$TMP/out" 2> "$TMP/log" &
+PID=$!
+for _ in $(seq 100); do grep -q '^ready' "$TMP/out" && break; sleep 0.05; done
+grep -q '^ready' "$TMP/out" || fail "nfs_serve did not start"
+
+timeout 120 "$MAL" 127.0.0.1 "$NP" "$MP" || fail "malformed cases"
+kill -0 "$PID" || fail "server died"
+out=$(timeout 20 nfs-cat "nfs://127.0.0.1/export/alive.txt?nfsport=$NP&mountport=$MP") || fail "normal client after malformed traffic"
+[ "$out" = "still serving" ] || fail "unexpected content '$out'"
+kill "$PID" && wait "$PID" || fail "nfs_serve did not exit cleanly"
+PID=
+echo "41_nfs_malformed: ok"
