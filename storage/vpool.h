@@ -1,0 +1,90 @@
+#pragma once
+/* Pool engine: pools of member disks (files or block devices) laid out as stripe,
+ * N-way mirror or raidz1; thin volumes allocated from the pool and served as
+ * nasd_bdev. Every 4 KiB sector is checksummed (XXH3), reads verify and repair from
+ * redundancy, a background scrub/resilver walks allocated space.
+ *
+ * Crash safety: data is written in place, but only after the batch (data + metadata
+ * deltas) is durable in a journal on >= 2 members; metadata (volume table, allocation
+ * table, checksum table) is checkpointed twice per member with per-page checksums.
+ * Import replays the journal, so a kill -9 never loses an acknowledged flush/FUA
+ * write and never leaves raidz parity or metadata torn.
+ *
+ * All functions return 0 or -errno unless stated otherwise; thread-safe. */
+#include <stddef.h>
+#include <stdint.h>
+#include "storage/bdev.h"
+
+enum vpool_layout { VPOOL_STRIPE, VPOOL_MIRROR, VPOOL_RAIDZ1 };
+enum vpool_state  { VPOOL_ONLINE, VPOOL_DEGRADED, VPOOL_FAULTED };
+enum vpool_member_state {
+    VPOOL_M_ONLINE, VPOOL_M_OFFLINE, VPOOL_M_FAULTED, VPOOL_M_MISSING, VPOOL_M_RESILVERING
+};
+
+#define VPOOL_MAX_MEMBERS 16
+#define VPOOL_VOL_LZ4     1   /* vpool_vol_create flag: compress 64 KiB units with lz4 */
+
+struct vpool_member_spec {
+    const char *path;
+    uint64_t create_size;   /* >0: create a sparse file of that size if missing */
+};
+struct vpool_opts {
+    uint64_t cache_bytes;   /* RAM cache (read cache + write-back), 0 = default 64 MiB */
+};
+struct vpool;
+
+/* err/errlen receive a human readable reason on failure (may be NULL). */
+int  vpool_create(const char *name, enum vpool_layout layout, const struct vpool_member_spec *m,
+                  int n, const struct vpool_opts *o, struct vpool **out, char *err, size_t errlen);
+/* Opens a pool from its member paths alone. Missing or unreadable members are
+ * tolerated as far as the layout's redundancy allows (pool is then DEGRADED);
+ * members that missed writes (older generation) are resilvered automatically. */
+int  vpool_import(const char *const *paths, int n, const struct vpool_opts *o, struct vpool **out,
+                  char *err, size_t errlen);
+/* Flushes everything and checkpoints. Member files are released when the last
+ * volume bdev obtained from this pool is put; I/O on such bdevs then fails -ENXIO. */
+void vpool_close(struct vpool *p);
+int  vpool_destroy(struct vpool *p);        /* -EBUSY while a volume bdev is open; wipes labels, closes */
+
+struct vpool_member_status {
+    char path[1024];
+    int state;              /* enum vpool_member_state */
+    uint64_t size, read_errors, write_errors, checksum_errors;
+};
+struct vpool_status {
+    char name[64];
+    uint8_t uuid[16];
+    enum vpool_layout layout;
+    enum vpool_state state;
+    uint64_t size, allocated, free;   /* bytes of volume-usable capacity */
+    int nmembers;
+    struct vpool_member_status members[16];
+    int scrub_running;
+    double scrub_progress;            /* 0..1 */
+    uint64_t scrub_repaired, scrub_unrepairable, scrub_started, scrub_finished; /* unix time */
+    int resilver_running;
+    double resilver_progress;
+    uint64_t repaired, unrepairable;  /* all repairs since open (reads + scrub + resilver) */
+};
+int  vpool_get_status(struct vpool *p, struct vpool_status *st);
+
+int  vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags);
+/* Each call returns a new reference (put it with nasd_bdev_put). block_size 512 or 4096. */
+nasd_bdev *vpool_vol_open(struct vpool *p, const char *name, uint32_t block_size, int *err);
+int  vpool_vol_destroy(struct vpool *p, const char *name);   /* -EBUSY while a bdev is open */
+int  vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size); /* grow only */
+/* Returns the number of volumes written (at most max). sizes may be NULL. */
+int  vpool_vol_list(struct vpool *p, char names[][64], uint64_t *sizes, int max);
+
+int  vpool_scrub_start(struct vpool *p);     /* background thread; -EBUSY if scrub/resilver runs */
+int  vpool_member_offline(struct vpool *p, int idx);
+int  vpool_member_online(struct vpool *p, int idx);   /* resilvers what changed while offline */
+int  vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_t create_size);
+/* Waits until the background scrub/resilver (if any) finishes. For tests and tools. */
+void vpool_wait_background(struct vpool *p);
+/* Makes all volumes' buffered writes durable (as flush() on every volume). */
+int  vpool_sync(struct vpool *p);
+
+const char *vpool_layout_name(enum vpool_layout l);
+const char *vpool_state_name(enum vpool_state s);
+const char *vpool_member_state_name(int s);

@@ -1,0 +1,90 @@
+/* Allocation of 1 MiB units (AU) to volumes: thin, on first write. The AU owner table
+ * (au[]: volume id + volume AU index) is the persistent truth; volume maps are
+ * rebuilt from it at import. */
+#include "storage/vpool_impl.h"
+#include "nasd/log.h"
+#include <stdlib.h>
+#include <string.h>
+
+int vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out)
+{
+    pthread_mutex_lock(&p->alloc_lock);
+    uint32_t cur = vext < v->map_len ? v->map[vext] : 0;
+    if (cur) { *au_out = cur - 1; pthread_mutex_unlock(&p->alloc_lock); return 0; }
+    if (vext >= v->map_len) { pthread_mutex_unlock(&p->alloc_lock); return -ERANGE; }
+    uint64_t au = p->n_au;
+    for (uint64_t k = 0; k < p->n_au; k++) {
+        uint64_t i = (p->au_cursor + k) % p->n_au;
+        if (!p->au[i].vol_id) { au = i; break; }
+    }
+    if (au == p->n_au) { pthread_mutex_unlock(&p->alloc_lock); return -ENOSPC; }
+    vp_au_set(p, au, v->id, (uint32_t)vext);
+    p->au_used++;
+    p->au_cursor = au + 1;
+    struct vp_rec r = { .type = VP_REC_ALLOC, .a32 = v->id, .a = au, .b = vext };
+    vp_pend_add(p, &r);
+    __atomic_store_n(&v->map[vext], (uint32_t)au + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&p->alloc_lock);
+    *au_out = (uint32_t)au;
+    return 0;
+}
+
+/* commit_lock held: nothing is being applied in place concurrently. */
+void vp_free_au(struct vpool *p, uint64_t au)
+{
+    pthread_mutex_lock(&p->alloc_lock);
+    struct vp_au o = p->au[au];
+    if (!o.vol_id) { pthread_mutex_unlock(&p->alloc_lock); return; }
+    struct vp_vol *v = p->vols[o.vol_id - 1];
+    if (v && o.vol_ext < v->map_len && v->map[o.vol_ext] == au + 1)
+        __atomic_store_n(&v->map[o.vol_ext], 0, __ATOMIC_RELEASE);
+    vp_au_set(p, au, 0, 0);
+    p->au_used--;
+    struct vp_rec r = { .type = VP_REC_FREE, .a = au };
+    vp_pend_add(p, &r);
+    pthread_mutex_unlock(&p->alloc_lock);
+    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) {
+        if (vp_csum_get(p, s)) vp_csum_set(p, s, 0);
+        vc_drop(p->cache, s);
+    }
+}
+
+static void drop_au(struct vpool *p, uint64_t au, const char *why)
+{
+    log_warn("vpool %s: AU %llu owned by volume %u/%u: %s; freeing it", p->name, (unsigned long long)au,
+             p->au[au].vol_id, p->au[au].vol_ext, why);
+    vp_au_set(p, au, 0, 0);
+    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+}
+
+int vp_rebuild_vol_maps(struct vpool *p)
+{
+    for (int i = 0; i < VP_MAX_VOLS; i++) {
+        struct vp_vol *v = p->vols[i];
+        if (!v) continue;
+        free(v->map);
+        v->map_len = (v->size + VP_AU_BYTES - 1) / VP_AU_BYTES;
+        v->map = calloc(v->map_len ? v->map_len : 1, sizeof *v->map);
+        if (!v->map) return -ENOMEM;
+    }
+    p->au_used = 0;
+    for (uint64_t au = 0; au < p->n_au; au++) {
+        struct vp_au o = p->au[au];
+        if (!o.vol_id) continue;
+        struct vp_vol *v = o.vol_id <= VP_MAX_VOLS ? p->vols[o.vol_id - 1] : NULL;
+        if (!v) { drop_au(p, au, "no such volume"); continue; }
+        if (o.vol_ext >= v->map_len) { drop_au(p, au, "beyond the volume end"); continue; }
+        if (v->map[o.vol_ext]) { drop_au(p, au, "extent mapped twice"); continue; }
+        v->map[o.vol_ext] = (uint32_t)au + 1;
+        p->au_used++;
+    }
+    return 0;
+}
+
+uint64_t vp_au_count_used(struct vpool *p)
+{
+    pthread_mutex_lock(&p->alloc_lock);
+    uint64_t n = p->au_used;
+    pthread_mutex_unlock(&p->alloc_lock);
+    return n;
+}

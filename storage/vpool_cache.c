@@ -1,0 +1,215 @@
+/* RAM cache of 4 KiB logical sectors keyed by pool sector: clean entries form an LRU
+ * read cache, dirty entries are the write-back buffer (never evicted until a commit
+ * marks them clean). Sharded so concurrent I/O threads rarely share a lock. */
+#include "storage/vpool_impl.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define VC_SHARDS 64
+
+struct vc_ent {
+    uint64_t key, dgen;
+    struct vc_ent *hnext;
+    struct vc_ent *prev, *next;   /* in lru (clean) or dirty list */
+    bool dirty;
+    uint8_t *data;
+};
+struct vc_list { struct vc_ent head; };
+
+struct vc_shard {
+    pthread_mutex_t mu;
+    struct vc_ent **ht;
+    size_t nbuckets, n, cap;
+    struct vc_list lru, dirty;
+    uint64_t dgen;
+} __attribute__((aligned(64)));
+
+struct vp_cache {
+    struct vc_shard sh[VC_SHARDS];
+    _Atomic uint64_t ndirty;
+};
+
+static inline uint64_t vc_hash(uint64_t k) { k *= 0x9E3779B97F4A7C15ull; return k ^ (k >> 29); }
+static inline struct vc_shard *vc_shard_of(struct vp_cache *c, uint64_t key) { return &c->sh[vc_hash(key) % VC_SHARDS]; }
+
+static void l_init(struct vc_list *l) { l->head.prev = l->head.next = &l->head; }
+static void l_del(struct vc_ent *e) { e->prev->next = e->next; e->next->prev = e->prev; }
+static void l_push(struct vc_list *l, struct vc_ent *e)
+{
+    e->next = l->head.next; e->prev = &l->head;
+    l->head.next->prev = e; l->head.next = e;
+}
+
+struct vp_cache *vc_new(uint64_t bytes)
+{
+    struct vp_cache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    size_t per = bytes / VP_SECTOR / VC_SHARDS;
+    if (per < 16) per = 16;
+    for (int i = 0; i < VC_SHARDS; i++) {
+        struct vc_shard *s = &c->sh[i];
+        pthread_mutex_init(&s->mu, NULL);
+        s->cap = per;
+        s->nbuckets = 1;
+        while (s->nbuckets < per * 2) s->nbuckets <<= 1;
+        s->ht = calloc(s->nbuckets, sizeof *s->ht);
+        if (!s->ht) { vc_free(c); return NULL; }
+        l_init(&s->lru); l_init(&s->dirty);
+    }
+    return c;
+}
+
+void vc_free(struct vp_cache *c)
+{
+    if (!c) return;
+    for (int i = 0; i < VC_SHARDS; i++) {
+        struct vc_shard *s = &c->sh[i];
+        for (size_t b = 0; s->ht && b < s->nbuckets; b++)
+            for (struct vc_ent *e = s->ht[b], *nx; e; e = nx) { nx = e->hnext; free(e->data); free(e); }
+        free(s->ht);
+        pthread_mutex_destroy(&s->mu);
+    }
+    free(c);
+}
+
+static struct vc_ent **vc_slot(struct vc_shard *s, uint64_t key)
+{
+    struct vc_ent **pp = &s->ht[(vc_hash(key) >> 6) & (s->nbuckets - 1)];
+    while (*pp && (*pp)->key != key) pp = &(*pp)->hnext;
+    return pp;
+}
+
+static void vc_remove(struct vp_cache *c, struct vc_shard *s, struct vc_ent **pp)
+{
+    struct vc_ent *e = *pp;
+    *pp = e->hnext;
+    l_del(e);
+    if (e->dirty) atomic_fetch_sub(&c->ndirty, 1);
+    s->n--;
+    free(e->data);
+    free(e);
+}
+
+static void vc_evict(struct vp_cache *c, struct vc_shard *s)
+{
+    while (s->n >= s->cap && s->lru.head.prev != &s->lru.head) {
+        struct vc_ent *victim = s->lru.head.prev;
+        vc_remove(c, s, vc_slot(s, victim->key));
+    }
+}
+
+bool vc_lookup(struct vp_cache *c, uint64_t key, void *buf)
+{
+    struct vc_shard *s = vc_shard_of(c, key);
+    pthread_mutex_lock(&s->mu);
+    struct vc_ent *e = *vc_slot(s, key);
+    if (e) {
+        memcpy(buf, e->data, VP_SECTOR);
+        if (!e->dirty) { l_del(e); l_push(&s->lru, e); }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return e != NULL;
+}
+
+static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint64_t key)
+{
+    struct vc_ent **pp = vc_slot(s, key);
+    if (*pp) return *pp;
+    vc_evict(c, s);
+    struct vc_ent *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->data = malloc(VP_SECTOR);
+    if (!e->data) { free(e); return NULL; }
+    e->key = key;
+    e->hnext = s->ht[(vc_hash(key) >> 6) & (s->nbuckets - 1)];
+    s->ht[(vc_hash(key) >> 6) & (s->nbuckets - 1)] = e;
+    l_push(&s->lru, e);
+    s->n++;
+    return e;
+}
+
+void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf)
+{
+    struct vc_shard *s = vc_shard_of(c, key);
+    pthread_mutex_lock(&s->mu);
+    struct vc_ent *e = vc_get_or_new(c, s, key);
+    if (e && !e->dirty) memcpy(e->data, buf, VP_SECTOR);  /* never clobber newer dirty data */
+    pthread_mutex_unlock(&s->mu);
+}
+
+void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf)
+{
+    struct vc_shard *s = vc_shard_of(c, key);
+    pthread_mutex_lock(&s->mu);
+    struct vc_ent *e;
+    while (!(e = vc_get_or_new(c, s, key))) {   /* out of memory: wait is not an option, retry */
+        pthread_mutex_unlock(&s->mu);
+        sched_yield();
+        pthread_mutex_lock(&s->mu);
+    }
+    memcpy(e->data, buf, VP_SECTOR);
+    e->dgen = ++s->dgen;
+    if (!e->dirty) {
+        e->dirty = true;
+        atomic_fetch_add(&c->ndirty, 1);
+        l_del(e);
+        l_push(&s->dirty, e);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void vc_drop(struct vp_cache *c, uint64_t key)
+{
+    struct vc_shard *s = vc_shard_of(c, key);
+    pthread_mutex_lock(&s->mu);
+    struct vc_ent **pp = vc_slot(s, key);
+    if (*pp) vc_remove(c, s, pp);
+    pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t vc_dirty_count(struct vp_cache *c) { return atomic_load(&c->ndirty); }
+
+size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena)
+{
+    *out = NULL; *arena = NULL;
+    size_t cap = 0, n = 0;
+    for (int i = 0; i < VC_SHARDS; i++) {
+        struct vc_shard *s = &c->sh[i];
+        pthread_mutex_lock(&s->mu);
+        for (struct vc_ent *e = s->dirty.head.next; e != &s->dirty.head; e = e->next) {
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 256;
+                struct vp_wsect *nw = realloc(*out, nc * sizeof *nw);
+                uint8_t *na = realloc(*arena, nc * VP_SECTOR);
+                if (nw) *out = nw;
+                if (na) *arena = na;
+                if (!nw || !na) {
+                    pthread_mutex_unlock(&s->mu);
+                    free(*out); free(*arena); *out = NULL; *arena = NULL;
+                    return SIZE_MAX;
+                }
+                cap = nc;
+            }
+            memcpy(*arena + n * VP_SECTOR, e->data, VP_SECTOR);
+            (*out)[n] = (struct vp_wsect){ .sect = e->key, .dgen = e->dgen };
+            n++;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    for (size_t i = 0; i < n; i++) (*out)[i].data = *arena + i * VP_SECTOR;
+    return n;
+}
+
+void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen)
+{
+    struct vc_shard *s = vc_shard_of(c, key);
+    pthread_mutex_lock(&s->mu);
+    struct vc_ent *e = *vc_slot(s, key);
+    if (e && e->dirty && e->dgen == dgen) {
+        e->dirty = false;
+        atomic_fetch_sub(&c->ndirty, 1);
+        l_del(e);
+        l_push(&s->lru, e);
+    }
+    pthread_mutex_unlock(&s->mu);
+}

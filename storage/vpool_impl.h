@@ -1,0 +1,279 @@
+#pragma once
+/* Internal structures of the pool engine (storage/vpool_*.c). Not a public API.
+ *
+ * Geometry: the unit of everything is a 4 KiB sector. Members are split into 64 KiB
+ * chunks; "row" r is chunk r on every member. A pool sector s lives in pool chunk
+ * s/16 at offset w = s%16:
+ *   stripe: row = chunk/n, column = chunk%n (member = column)
+ *   mirror: row = chunk, every member holds a copy
+ *   raidz1: row = chunk/(n-1), parity member = row%n, data column c on member
+ *           (row%n + 1 + c) % n. Parity group = the sectors at (row, w) of all members.
+ * Volumes are mapped in 1 MiB allocation units (AU = 16 chunks); checksums are per
+ * 4 KiB sector so a 4K random read touches exactly one sector on one member.
+ *
+ * Member on-disk layout: label A @0, label B @128K, journal @256K, metadata copy A,
+ * metadata copy B, data area (64 KiB aligned). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/uio.h>
+#include "storage/vpool.h"
+
+#define VP_SECTOR      4096u
+#define VP_CHUNK_SECT  16u
+#define VP_CHUNK       (VP_SECTOR * VP_CHUNK_SECT)
+#define VP_AU_SECT     256u
+#define VP_AU_BYTES    (VP_SECTOR * VP_AU_SECT)
+#define VP_MAXM        VPOOL_MAX_MEMBERS
+#define VP_MAX_VOLS    248
+#define VP_ROW_LOCKS   1024
+
+#define VP_LABEL_A     0ull
+#define VP_LABEL_B     (128ull << 10)
+#define VP_JOURNAL_OFF (256ull << 10)
+
+/* checksum table values: 0 = never written (reads as zeros), MARK = sector belongs
+ * to a compressed chunk and holds no data of its own. Real checksums avoid both. */
+#define VP_CSUM_ZERO   0u
+#define VP_CSUM_MARK   0xffffffffu
+
+/* metadata pages: 32 byte header + payload */
+#define VP_MP_PAYLOAD   (VP_SECTOR - 32)
+#define VP_CSUM_PER_PG  (VP_MP_PAYLOAD / 4)      /* 1016 */
+#define VP_AU_PER_PG    (VP_MP_PAYLOAD / 8)      /* 508 */
+#define VP_VOL_PER_PG   (VP_MP_PAYLOAD / 128)    /* 31 */
+#define VP_VOLTAB_PAGES (VP_MAX_VOLS / VP_VOL_PER_PG)
+
+struct vp_cache;
+
+struct vp_member {
+    char path[1024];
+    int fd;
+    _Atomic int state;            /* enum vpool_member_state */
+    uint8_t guid[16];
+    uint64_t size;                /* bytes of the backing file/device */
+    _Atomic uint64_t rd_err, wr_err, ck_err;
+};
+
+struct vp_au { uint32_t vol_id, vol_ext; };  /* vol_id 0 = free */
+
+struct vp_vol {
+    uint32_t id;                  /* 1-based, index+1 in vols[] */
+    char name[64];
+    uint64_t size;
+    uint32_t flags;
+    uint8_t uuid[16];
+    /* volume AU index -> pool AU + 1 (0 = unallocated). Entries are read lock-free;
+     * the array is replaced on resize under alloc_lock, old arrays live until the
+     * volume is freed so a racing reader never touches freed memory. */
+    uint32_t *map;
+    uint64_t map_len;
+    struct vp_oldmap { struct vp_oldmap *next; uint32_t *map; } *old_maps;
+    atomic_int open_count;
+    pthread_mutex_t bdev_lock;    /* open bdevs list, for live size updates */
+    struct vp_vbdev *bdevs;
+};
+static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
+{
+    /* length first: a grown length is only published after the grown array */
+    uint64_t len = __atomic_load_n(&v->map_len, __ATOMIC_ACQUIRE);
+    uint32_t *m = __atomic_load_n(&v->map, __ATOMIC_ACQUIRE);
+    return vext < len ? __atomic_load_n(&m[vext], __ATOMIC_ACQUIRE) : 0;
+}
+
+/* journal record (also the in-RAM pending metadata delta) */
+enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE };
+struct vp_rec { uint32_t type, a32; uint64_t a, b; };
+
+/* one sector to be written by a commit */
+struct vp_wsect { uint64_t sect; uint32_t csum; uint32_t pad; uint8_t *data; uint64_t dgen; };
+
+struct vpool {
+    char name[64];
+    uint8_t uuid[16];
+    enum vpool_layout layout;
+    int n;                        /* members */
+    int ndata;                    /* data columns per row (raidz: n-1, stripe: n, mirror: 1) */
+    struct vp_member m[VP_MAXM];
+
+    /* geometry (identical on all members) */
+    uint64_t member_size, jnl_size, meta_off[2], meta_pages, data_off, rows, n_au, n_sect;
+
+    /* metadata in RAM */
+    uint32_t *csum;               /* n_sect entries (mmap: pages appear when touched) */
+    struct vp_au *au;             /* n_au entries */
+    _Atomic uint8_t *meta_dirty;  /* meta_pages flags */
+    struct vp_vol *vols[VP_MAX_VOLS];
+    pthread_rwlock_t vol_lock;    /* protects vols[] array and vol sizes/maps (realloc on resize) */
+
+    pthread_mutex_t alloc_lock;
+    uint64_t au_cursor, au_used;
+
+    pthread_mutex_t pend_lock;    /* metadata deltas not yet in the journal */
+    struct vp_rec *pend;
+    size_t npend, pend_cap;
+
+    /* commit / journal / checkpoint: serialised by commit_lock */
+    pthread_mutex_t commit_lock;
+    uint64_t gen, seq, jpos;
+    _Atomic uint64_t write_gen, durable_gen;
+    _Atomic int need_checkpoint;  /* a member changed state */
+
+    pthread_mutex_t row_lock[VP_ROW_LOCKS];
+    pthread_mutex_t part_lock[64];   /* sub-4K read-modify-write of one logical sector */
+
+    struct vp_cache *cache;
+    uint64_t dirty_max;           /* sectors */
+
+    /* background scrub / resilver */
+    pthread_mutex_t bg_lock;
+    pthread_cond_t bg_cond;
+    pthread_t bg_thread;
+    bool bg_active;               /* thread exists (joinable) */
+    _Atomic int bg_stop;
+    int bg_kind;                  /* 1 scrub, 2 resilver */
+    _Atomic int scrub_running, resilver_running;
+    _Atomic uint64_t bg_done, bg_total;
+    _Atomic uint64_t scrub_repaired, scrub_unrepairable, scrub_started, scrub_finished;
+    uint32_t resilver_mask;       /* members to rebuild */
+    uint8_t *changed_au;          /* AUs written while some member was offline */
+    int changed_any;
+
+    _Atomic uint64_t repaired, unrepairable;
+    _Atomic int closed;
+    atomic_int refs;
+};
+
+/* ---- geometry helpers ---- */
+static inline uint64_t vp_row_of(const struct vpool *p, uint64_t sect, int *col)
+{
+    uint64_t chunk = sect / VP_CHUNK_SECT;
+    switch (p->layout) {
+    case VPOOL_STRIPE: *col = (int)(chunk % p->n); return chunk / p->n;
+    case VPOOL_MIRROR: *col = 0; return chunk;
+    default:           *col = (int)(chunk % (p->n - 1)); return chunk / (p->n - 1);
+    }
+}
+static inline int vp_parity_member(const struct vpool *p, uint64_t row) { return (int)(row % p->n); }
+static inline int vp_col_member(const struct vpool *p, uint64_t row, int col)
+{
+    if (p->layout == VPOOL_RAIDZ1) return (int)((row % p->n + 1 + col) % p->n);
+    return col;
+}
+/* inverse: member + row -> data column, -1 for the parity column */
+static inline int vp_member_col(const struct vpool *p, uint64_t row, int m)
+{
+    if (p->layout != VPOOL_RAIDZ1) return m;
+    int pm = vp_parity_member(p, row);
+    if (m == pm) return -1;
+    return (int)((m - pm - 1 + p->n) % p->n);
+}
+static inline uint64_t vp_row_sect0(const struct vpool *p, uint64_t row, int col)
+{
+    if (p->layout == VPOOL_MIRROR) return row * VP_CHUNK_SECT;
+    return (row * p->ndata + col) * VP_CHUNK_SECT;
+}
+static inline uint64_t vp_moff(const struct vpool *p, uint64_t row, unsigned w)
+{
+    return p->data_off + (row * VP_CHUNK_SECT + w) * (uint64_t)VP_SECTOR;
+}
+static inline pthread_mutex_t *vp_rowlock(struct vpool *p, uint64_t row)
+{
+    return &p->row_lock[(row * 0x9E3779B97F4A7C15ull >> 40) % VP_ROW_LOCKS];
+}
+static inline bool vp_readable(struct vpool *p, int m) { return atomic_load(&p->m[m].state) == VPOOL_M_ONLINE; }
+static inline bool vp_writable(struct vpool *p, int m)
+{
+    int s = atomic_load(&p->m[m].state);
+    return s == VPOOL_M_ONLINE || s == VPOOL_M_RESILVERING;
+}
+static inline uint32_t vp_csum_get(struct vpool *p, uint64_t s) { return __atomic_load_n(&p->csum[s], __ATOMIC_ACQUIRE); }
+uint32_t vp_csum_of(const void *sector);
+void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v);   /* marks the metadata page dirty */
+void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext);
+void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- member I/O (vpool_label.c) ---- */
+int  vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off);  /* counts errors, may fault member */
+int  vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off);
+int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off);
+void vp_member_fault(struct vpool *p, int m, const char *why);
+int  vp_sync_members(struct vpool *p);   /* fdatasync all writable members */
+enum vpool_state vp_pool_state(struct vpool *p);
+
+/* ---- labels / metadata / checkpoint (vpool_label.c, vpool_meta.c) ---- */
+int  vp_geometry(struct vpool *p, uint64_t member_size);
+int  vp_write_labels(struct vpool *p, uint32_t only_mask);
+int  vp_wipe_labels(struct vpool *p);
+#define VP_LABEL_MAGIC   0x314c5056445341ull   /* "ASDVPL1" */
+#define VP_LABEL_VERSION 1
+struct vp_label {                 /* at the start of a 4 KiB label sector, little endian */
+    uint64_t magic;
+    uint32_t version, hdr_size;
+    uint8_t pool_uuid[16];
+    char name[64];
+    uint32_t layout, nmembers, member_idx, pad;
+    uint8_t guids[VP_MAXM][16];
+    uint8_t mstate[VP_MAXM];
+    uint64_t gen, ckpt_seq, member_size, jnl_size, meta_pages, data_off, rows, n_au;
+    uint64_t csum;                /* XXH3-64 of this struct with csum = 0 */
+};
+int  vp_read_label(int fd, uint64_t off, struct vp_label *l);
+int  vp_meta_alloc(struct vpool *p);
+void vp_meta_free(struct vpool *p);
+int  vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask);
+int  vp_meta_load(struct vpool *p, uint32_t good_mask, char *err, size_t errlen);
+int  vp_checkpoint(struct vpool *p);           /* commit_lock held */
+
+/* ---- layout: read, repair, apply (vpool_layout.c) ---- */
+/* Reads count sectors of one chunk (s..s+count-1 in the same chunk), verified. */
+int  vp_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf);
+int  vp_read_run_locked(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf); /* row lock held */
+int  vp_apply_writes(struct vpool *p, struct vp_wsect *w, size_t n);  /* sorted by sect */
+int  vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask);
+int  vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep);
+bool vp_row_live(struct vpool *p, uint64_t row);
+
+/* ---- journal / commit (vpool_journal.c) ---- */
+void vp_pend_add(struct vpool *p, const struct vp_rec *r);
+int  vp_commit(struct vpool *p);              /* commit_lock held */
+int  vp_flush_to(struct vpool *p, uint64_t target_gen);
+int  vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen);
+
+/* ---- allocation (vpool_alloc.c) ---- */
+int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);
+void vp_free_au(struct vpool *p, uint64_t au);  /* commit_lock held; zeroes checksums, journals FREE */
+int  vp_rebuild_vol_maps(struct vpool *p);
+uint64_t vp_au_count_used(struct vpool *p);
+
+/* ---- cache (vpool_cache.c) ---- */
+struct vp_cache *vc_new(uint64_t bytes);
+void vc_free(struct vp_cache *c);
+bool vc_lookup(struct vp_cache *c, uint64_t key, void *buf);
+void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf);
+void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
+void vc_drop(struct vp_cache *c, uint64_t key);
+uint64_t vc_dirty_count(struct vp_cache *c);
+/* Copies every dirty sector out (data in one block *arena); SIZE_MAX when out of memory. */
+size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena);
+void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen);
+
+/* ---- background (vpool_scrub.c) ---- */
+int  vp_bg_start(struct vpool *p, int kind, uint32_t resilver_mask);
+void vp_bg_stop(struct vpool *p);
+void vp_note_degraded_write(struct vpool *p, uint64_t sect);
+
+/* ---- volumes (vpool_vol.c) ---- */
+struct vp_vol *vp_vol_by_id(struct vpool *p, uint32_t id);
+void vp_vol_free(struct vp_vol *v);
+int  vp_lz4_commit_prepare(struct vpool *p, struct vp_wsect **w, size_t *n, uint8_t **extra);
+int  vp_lz4_read_chunk(struct vpool *p, uint64_t ps0, uint8_t *out);   /* 64 KiB logical */
+struct vp_vol *vp_vol_of_sect(struct vpool *p, uint64_t s);
+
+void vp_pool_put(struct vpool *p);
+/* tests/tools: member and byte offset of the sector behind volume offset off
+ * (mirror: member 0's copy). */
+int  vp_debug_locate(struct vpool *p, const char *vol, uint64_t off, int *member, uint64_t *moff, uint64_t *psect);

@@ -1,0 +1,254 @@
+/* Commit and journal. A commit takes every dirty cached sector plus the pending
+ * metadata deltas (allocations, unmaps), writes them as one checksummed batch at the
+ * same journal offset on >= 2 members (all members for a mirror), fdatasyncs, and
+ * only then writes the data in place and publishes the checksums. Import replays
+ * the batches newer than the last checkpoint, in order; every record is an absolute
+ * "set", so replaying over partly checkpointed metadata converges to the same state. */
+#include "storage/vpool_impl.h"
+#include "nasd/log.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define VP_JNL_MAGIC 0x4c4e524a4c505644ull   /* "DVPLJRNL" */
+
+struct jhdr {
+    uint64_t magic;
+    uint8_t pool[16];
+    uint64_t seq;
+    uint32_t nrec, hdr_pages, data_pages, pad;
+    uint64_t csum;     /* XXH3-64 (seed seq) of the whole batch with csum = 0 */
+};
+
+void vp_pend_add(struct vpool *p, const struct vp_rec *r)
+{
+    pthread_mutex_lock(&p->pend_lock);
+    if (p->npend == p->pend_cap) {
+        size_t nc = p->pend_cap ? p->pend_cap * 2 : 64;
+        struct vp_rec *n = realloc(p->pend, nc * sizeof *n);
+        while (!n) { sched_yield(); n = realloc(p->pend, nc * sizeof *n); }
+        p->pend = n; p->pend_cap = nc;
+    }
+    p->pend[p->npend++] = *r;
+    pthread_mutex_unlock(&p->pend_lock);
+}
+
+static int cmp_ws(const void *a, const void *b)
+{
+    const struct vp_wsect *x = a, *y = b;
+    return x->sect < y->sect ? -1 : x->sect > y->sect;
+}
+
+/* Journal copies: every writable member for a mirror, else the first two. */
+static uint32_t journal_members(struct vpool *p)
+{
+    uint32_t mask = 0;
+    int want = p->layout == VPOOL_MIRROR ? p->n : 2, got = 0;
+    for (int m = 0; m < p->n && got < want; m++) if (vp_writable(p, m)) { mask |= 1u << m; got++; }
+    return mask;
+}
+
+static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
+                       const struct vp_wsect *ws, size_t nws)
+{
+    size_t ndata = 0;
+    for (size_t i = 0; i < nws; i++) ndata += ws[i].data != NULL;
+    size_t hdr_bytes = sizeof(struct jhdr) + (nrec + nws) * sizeof(struct vp_rec);
+    size_t hdr_pages = (hdr_bytes + VP_SECTOR - 1) / VP_SECTOR;
+    size_t len = (hdr_pages + ndata) * VP_SECTOR;
+    if (len > p->jnl_size) return -E2BIG;
+    if (p->jpos + len > p->jnl_size) {
+        int rc = vp_checkpoint(p);
+        if (rc) return rc;
+    }
+    uint8_t *b = calloc(1, len);
+    if (!b) return -ENOMEM;
+    struct jhdr *h = (struct jhdr *)b;
+    struct vp_rec *r = (struct vp_rec *)(b + sizeof *h);
+    memcpy(r, recs, nrec * sizeof *r);
+    uint8_t *d = b + hdr_pages * VP_SECTOR;
+    for (size_t i = 0; i < nws; i++) {
+        struct vp_rec *x = &r[nrec + i];
+        x->type = ws[i].data ? VP_REC_WRITE : VP_REC_CSUM;
+        x->a = ws[i].sect;
+        x->a32 = ws[i].csum;
+        if (ws[i].data) { memcpy(d, ws[i].data, VP_SECTOR); d += VP_SECTOR; }
+    }
+    h->magic = VP_JNL_MAGIC;
+    memcpy(h->pool, p->uuid, 16);
+    h->seq = p->seq + 1;
+    h->nrec = (uint32_t)(nrec + nws);
+    h->hdr_pages = (uint32_t)hdr_pages;
+    h->data_pages = (uint32_t)ndata;
+    h->csum = XXH3_64bits_withSeed(b, len, h->seq);
+
+    uint32_t jm = journal_members(p);
+    int ok = 0;
+    for (int m = 0; m < p->n; m++)
+        if ((jm & (1u << m)) && vp_mwrite(p, m, b, len, VP_JOURNAL_OFF + p->jpos) < 0) jm &= ~(1u << m);
+    for (int m = 0; m < p->n; m++) {
+        if (!(jm & (1u << m))) continue;
+        if (fdatasync(p->m[m].fd) < 0) vp_member_fault(p, m, "fdatasync failed");
+        else ok++;
+    }
+    free(b);
+    if (!ok) return -EIO;
+    p->jpos += len;
+    p->seq++;
+    return 0;
+}
+
+/* Caller holds commit_lock. */
+int vp_commit(struct vpool *p)
+{
+    if (atomic_load(&p->closed) == 2) return -ENXIO;
+    uint64_t target = atomic_load(&p->write_gen);
+    struct vp_wsect *ws;
+    uint8_t *arena, *extra = NULL;
+    size_t n = vc_collect_dirty(p->cache, &ws, &arena);
+    if (n == SIZE_MAX) return -ENOMEM;
+
+    pthread_mutex_lock(&p->pend_lock);   /* after collecting: an allocation precedes its data */
+    struct vp_rec *recs = p->pend;
+    size_t nrec = p->npend;
+    p->pend = NULL; p->npend = p->pend_cap = 0;
+    pthread_mutex_unlock(&p->pend_lock);
+
+    int rc = 0;
+    struct { uint64_t key, dgen; } *clean = NULL;
+    size_t nclean = n;
+    if (n) {
+        clean = malloc(n * sizeof *clean);
+        if (!clean) { rc = -ENOMEM; goto out; }
+        for (size_t i = 0; i < n; i++) { clean[i].key = ws[i].sect; clean[i].dgen = ws[i].dgen; }
+        rc = vp_lz4_commit_prepare(p, &ws, &n, &extra);
+        if (rc) goto out;
+        for (size_t i = 0; i < n; i++) if (ws[i].data) ws[i].csum = vp_csum_of(ws[i].data);
+        qsort(ws, n, sizeof *ws, cmp_ws);
+    }
+    if (!n && !nrec) goto done;
+
+    size_t max_sect = p->jnl_size / 2 / VP_SECTOR;
+    size_t i = 0;
+    do {
+        size_t cnt = n - i < max_sect ? n - i : max_sect;
+        size_t nr = i == 0 ? nrec : 0;
+        if (nr > max_sect) {   /* absurd number of unmaps: write them alone first */
+            for (size_t k = 0; k < nr && !rc; k += max_sect)
+                rc = write_batch(p, recs + k, nr - k < max_sect ? nr - k : max_sect, NULL, 0);
+            nr = 0;
+        }
+        if (!rc) rc = write_batch(p, recs, nr, ws + i, cnt);
+        if (!rc && cnt) rc = vp_apply_writes(p, ws + i, cnt);
+        if (rc) break;
+        i += cnt;
+    } while (i < n);
+    if (rc) goto out;
+    for (size_t k = 0; k < nclean; k++) vc_mark_clean(p->cache, clean[k].key, clean[k].dgen);
+done:
+    if (atomic_load(&p->durable_gen) < target) atomic_store(&p->durable_gen, target);
+    if (atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
+out:
+    if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
+    free(clean); free(ws); free(arena); free(extra); free(recs);
+    return rc;
+}
+
+int vp_flush_to(struct vpool *p, uint64_t target)
+{
+    if (atomic_load(&p->durable_gen) >= target) return 0;
+    pthread_mutex_lock(&p->commit_lock);
+    int rc = atomic_load(&p->durable_gen) >= target ? 0 : vp_commit(p);
+    pthread_mutex_unlock(&p->commit_lock);
+    return rc;
+}
+
+/* ---------------- replay ---------------- */
+
+static uint8_t *read_batch(struct vpool *p, int m, uint64_t pos, uint64_t seq, uint64_t *len_out)
+{
+    uint8_t hp[VP_SECTOR];
+    if (pos + VP_SECTOR > p->jnl_size || vp_mread(p, m, hp, VP_SECTOR, VP_JOURNAL_OFF + pos) < 0) return NULL;
+    struct jhdr *h = (struct jhdr *)hp;
+    if (h->magic != VP_JNL_MAGIC || memcmp(h->pool, p->uuid, 16) || h->seq != seq) return NULL;
+    uint64_t len = ((uint64_t)h->hdr_pages + h->data_pages) * VP_SECTOR;
+    if (!h->hdr_pages || len > p->jnl_size - pos ||
+        sizeof *h + (uint64_t)h->nrec * sizeof(struct vp_rec) > (uint64_t)h->hdr_pages * VP_SECTOR) return NULL;
+    uint8_t *b = malloc(len);
+    if (!b) return NULL;
+    if (vp_mread(p, m, b, len, VP_JOURNAL_OFF + pos) < 0) { free(b); return NULL; }
+    h = (struct jhdr *)b;
+    uint64_t c = h->csum;
+    h->csum = 0;
+    if (XXH3_64bits_withSeed(b, len, seq) != c) { free(b); return NULL; }
+    *len_out = len;
+    return b;
+}
+
+static int apply_batch(struct vpool *p, uint8_t *b, char *err, size_t errlen)
+{
+    struct jhdr *h = (struct jhdr *)b;
+    struct vp_rec *r = (struct vp_rec *)(b + sizeof *h);
+    uint8_t *d = b + (uint64_t)h->hdr_pages * VP_SECTOR, *dend = d + (uint64_t)h->data_pages * VP_SECTOR;
+    struct vp_wsect *ws = calloc(h->nrec ? h->nrec : 1, sizeof *ws);
+    size_t nws = 0;
+    if (!ws) return -ENOMEM;
+    for (uint32_t i = 0; i < h->nrec; i++) {
+        const struct vp_rec *x = &r[i];
+        switch (x->type) {
+        case VP_REC_WRITE:
+        case VP_REC_CSUM:
+            if (x->a >= p->n_sect || (x->type == VP_REC_WRITE && d >= dend)) goto bad;
+            ws[nws++] = (struct vp_wsect){ .sect = x->a, .csum = x->a32,
+                                           .data = x->type == VP_REC_WRITE ? d : NULL };
+            if (x->type == VP_REC_WRITE) d += VP_SECTOR;
+            break;
+        case VP_REC_ZERO:
+            if (x->a > p->n_sect || x->b > p->n_sect - x->a) goto bad;
+            for (uint64_t s = x->a; s < x->a + x->b; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+            break;
+        case VP_REC_ALLOC:
+            if (x->a >= p->n_au || !x->a32 || x->a32 > VP_MAX_VOLS) goto bad;
+            vp_au_set(p, x->a, x->a32, (uint32_t)x->b);
+            break;
+        case VP_REC_FREE:
+            if (x->a >= p->n_au) goto bad;
+            vp_au_set(p, x->a, 0, 0);
+            for (uint64_t s = x->a * VP_AU_SECT; s < (x->a + 1) * VP_AU_SECT; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+            break;
+        default:
+            goto bad;
+        }
+    }
+    qsort(ws, nws, sizeof *ws, cmp_ws);
+    int rc = vp_apply_writes(p, ws, nws);
+    free(ws);
+    return rc;
+bad:
+    free(ws);
+    vp_set_err(err, errlen, "journal batch %llu has an invalid record", (unsigned long long)h->seq);
+    return -EBADMSG;
+}
+
+int vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen)
+{
+    uint64_t pos = 0, seq = from_seq + 1, applied = 0;
+    for (;;) {
+        uint8_t *b = NULL;
+        uint64_t len = 0;
+        for (int m = 0; m < p->n && !b; m++)
+            if (vp_readable(p, m) || atomic_load(&p->m[m].state) == VPOOL_M_RESILVERING)
+                b = read_batch(p, m, pos, seq, &len);
+        if (!b) break;
+        int rc = apply_batch(p, b, err, errlen);
+        free(b);
+        if (rc) return rc;
+        pos += len;
+        p->seq = seq++;
+        applied++;
+    }
+    p->jpos = pos;
+    if (applied) log_info("vpool %s: replayed %llu journal batches", p->name, (unsigned long long)applied);
+    return 0;
+}

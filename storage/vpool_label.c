@@ -1,0 +1,237 @@
+/* Pool labels, geometry and member I/O with error accounting. */
+#include "storage/vpool_impl.h"
+#include "nasd/log.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define VP_READ_ERR_LIMIT 16
+
+void vp_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+uint32_t vp_csum_of(const void *sector)
+{
+    uint64_t h = XXH3_64bits(sector, VP_SECTOR);
+    uint32_t v = (uint32_t)(h ^ (h >> 32));
+    if (v == VP_CSUM_ZERO || v == VP_CSUM_MARK) v = 2;
+    return v;
+}
+
+/* ---------------- member I/O ---------------- */
+
+void vp_member_fault(struct vpool *p, int m, const char *why)
+{
+    int old = atomic_exchange(&p->m[m].state, VPOOL_M_FAULTED);
+    if (old != VPOOL_M_FAULTED) {
+        log_warn("vpool %s: member %d (%s) faulted: %s", p->name, m, p->m[m].path, why);
+        atomic_store(&p->need_checkpoint, 1);
+    }
+}
+
+int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
+{
+    struct vp_member *mb = &p->m[m];
+    char *b = buf;
+    while (len) {
+        ssize_t r = pread(mb->fd, b, len, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            if (atomic_fetch_add(&mb->rd_err, 1) + 1 >= VP_READ_ERR_LIMIT) vp_member_fault(p, m, strerror(e));
+            return -EIO;
+        }
+        if (r == 0) { memset(b, 0, len); break; }  /* short file: past EOF reads zeros */
+        b += r; off += r; len -= r;
+    }
+    return 0;
+}
+
+int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off)
+{
+    struct vp_member *mb = &p->m[m];
+    struct iovec local[64];
+    if (cnt > 64) return -EINVAL;
+    memcpy(local, iov, cnt * sizeof *iov);
+    struct iovec *v = local;
+    while (cnt) {
+        ssize_t r = pwritev(mb->fd, v, cnt, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            atomic_fetch_add(&mb->wr_err, 1);
+            vp_member_fault(p, m, r < 0 ? strerror(errno) : "short write");
+            return -EIO;
+        }
+        off += r;
+        while (cnt && (size_t)r >= v->iov_len) { r -= v->iov_len; v++; cnt--; }
+        if (cnt) { v->iov_base = (char *)v->iov_base + r; v->iov_len -= r; }
+    }
+    return 0;
+}
+
+int vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off)
+{
+    struct iovec v = { (void *)buf, len };
+    return vp_mwritev(p, m, &v, 1, off);
+}
+
+int vp_sync_members(struct vpool *p)
+{
+    int ok = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (!vp_writable(p, i)) continue;
+        if (fdatasync(p->m[i].fd) < 0) {
+            atomic_fetch_add(&p->m[i].wr_err, 1);
+            vp_member_fault(p, i, "fdatasync failed");
+        } else ok++;
+    }
+    return ok ? 0 : -EIO;
+}
+
+enum vpool_state vp_pool_state(struct vpool *p)
+{
+    int bad = 0;
+    for (int i = 0; i < p->n; i++) bad += !vp_readable(p, i);
+    if (!bad) return VPOOL_ONLINE;
+    switch (p->layout) {
+    case VPOOL_STRIPE: return VPOOL_FAULTED;
+    case VPOOL_MIRROR: return bad < p->n ? VPOOL_DEGRADED : VPOOL_FAULTED;
+    default:           return bad == 1 ? VPOOL_DEGRADED : VPOOL_FAULTED;
+    }
+}
+
+/* ---------------- geometry ---------------- */
+
+int vp_geometry(struct vpool *p, uint64_t member_size)
+{
+    member_size &= ~(uint64_t)(VP_CHUNK - 1);
+    p->ndata = p->layout == VPOOL_STRIPE ? p->n : p->layout == VPOOL_MIRROR ? 1 : p->n - 1;
+    if (member_size < (16ull << 20)) return -ENOSPC;
+    p->member_size = member_size;
+    uint64_t j = member_size / 16;
+    if (j < (2ull << 20)) j = 2ull << 20;
+    if (j > (64ull << 20)) j = 64ull << 20;
+    p->jnl_size = j & ~(uint64_t)(VP_CHUNK - 1);
+    uint64_t sect_max = member_size / VP_CHUNK * VP_CHUNK_SECT * p->ndata;
+    uint64_t au_max = sect_max / VP_AU_SECT;
+    p->meta_pages = VP_VOLTAB_PAGES + (au_max + VP_AU_PER_PG - 1) / VP_AU_PER_PG
+                    + (sect_max + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG;
+    p->meta_off[0] = VP_JOURNAL_OFF + p->jnl_size;
+    p->meta_off[1] = p->meta_off[0] + p->meta_pages * VP_SECTOR;
+    p->data_off = (p->meta_off[1] + p->meta_pages * VP_SECTOR + VP_CHUNK - 1) & ~(uint64_t)(VP_CHUNK - 1);
+    if (p->data_off >= member_size) return -ENOSPC;
+    p->rows = (member_size - p->data_off) / VP_CHUNK;
+    p->n_au = p->rows * p->ndata / (VP_AU_SECT / VP_CHUNK_SECT);
+    p->n_sect = p->n_au * VP_AU_SECT;
+    return p->n_au ? 0 : -ENOSPC;
+}
+
+/* ---------------- labels ---------------- */
+
+static uint64_t label_csum(const struct vp_label *l)
+{
+    struct vp_label c = *l;
+    c.csum = 0;
+    return XXH3_64bits(&c, sizeof c);
+}
+
+int vp_read_label(int fd, uint64_t off, struct vp_label *l)
+{
+    uint8_t buf[VP_SECTOR];
+    ssize_t r = pread(fd, buf, sizeof buf, (off_t)off);
+    if (r != (ssize_t)sizeof buf) return -EIO;
+    memcpy(l, buf, sizeof *l);
+    if (l->magic != VP_LABEL_MAGIC) return -ENOENT;
+    if (l->version != VP_LABEL_VERSION || l->hdr_size != sizeof *l) return -EPROTO;
+    if (label_csum(l) != l->csum) return -EBADMSG;
+    if (l->nmembers < 1 || l->nmembers > VP_MAXM || l->member_idx >= l->nmembers || l->layout > VPOOL_RAIDZ1)
+        return -EBADMSG;
+    if ((l->layout == VPOOL_RAIDZ1 && l->nmembers < 3) || (l->layout == VPOOL_MIRROR && l->nmembers < 2))
+        return -EBADMSG;
+    l->name[sizeof l->name - 1] = 0;
+    return 0;
+}
+
+static void label_fill(struct vpool *p, int m, struct vp_label *l)
+{
+    memset(l, 0, sizeof *l);
+    l->magic = VP_LABEL_MAGIC;
+    l->version = VP_LABEL_VERSION;
+    l->hdr_size = sizeof *l;
+    memcpy(l->pool_uuid, p->uuid, 16);
+    snprintf(l->name, sizeof l->name, "%s", p->name);
+    l->layout = p->layout;
+    l->nmembers = p->n;
+    l->member_idx = m;
+    for (int i = 0; i < p->n; i++) {
+        memcpy(l->guids[i], p->m[i].guid, 16);
+        l->mstate[i] = (uint8_t)atomic_load(&p->m[i].state);
+    }
+    l->gen = p->gen;
+    l->ckpt_seq = p->seq;
+    l->member_size = p->member_size;
+    l->jnl_size = p->jnl_size;
+    l->meta_pages = p->meta_pages;
+    l->data_off = p->data_off;
+    l->rows = p->rows;
+    l->n_au = p->n_au;
+    l->csum = label_csum(l);
+}
+
+/* Writes both labels of every writable member in only_mask (0 = all): A, sync, B, sync,
+ * so that one valid label survives a crash at any point. */
+int vp_write_labels(struct vpool *p, uint32_t only_mask)
+{
+    uint8_t buf[VP_SECTOR];
+    int wrote = 0;
+    for (int copy = 0; copy < 2; copy++) {
+        for (int i = 0; i < p->n; i++) {
+            if (!vp_writable(p, i) || (only_mask && !(only_mask & (1u << i)))) continue;
+            memset(buf, 0, sizeof buf);
+            label_fill(p, i, (struct vp_label *)buf);
+            vp_mwrite(p, i, buf, sizeof buf, copy ? VP_LABEL_B : VP_LABEL_A);
+        }
+        for (int i = 0; i < p->n; i++) {
+            if (!vp_writable(p, i) || (only_mask && !(only_mask & (1u << i)))) continue;
+            if (fdatasync(p->m[i].fd) < 0) vp_member_fault(p, i, "fdatasync failed");
+            else if (copy) wrote++;
+        }
+    }
+    return wrote ? 0 : -EIO;
+}
+
+int vp_wipe_labels(struct vpool *p)
+{
+    uint8_t z[VP_SECTOR] = {0};
+    for (int i = 0; i < p->n; i++) {
+        if (p->m[i].fd < 0) continue;
+        if (pwrite(p->m[i].fd, z, sizeof z, VP_LABEL_A) != (ssize_t)sizeof z ||
+            pwrite(p->m[i].fd, z, sizeof z, VP_LABEL_B) != (ssize_t)sizeof z)
+            log_warn("vpool %s: wiping label of %s: %s", p->name, p->m[i].path, strerror(errno));
+        fdatasync(p->m[i].fd);
+    }
+    return 0;
+}
+
+const char *vpool_layout_name(enum vpool_layout l)
+{
+    return l == VPOOL_STRIPE ? "stripe" : l == VPOOL_MIRROR ? "mirror" : l == VPOOL_RAIDZ1 ? "raidz1" : "?";
+}
+const char *vpool_state_name(enum vpool_state s)
+{
+    return s == VPOOL_ONLINE ? "ONLINE" : s == VPOOL_DEGRADED ? "DEGRADED" : "FAULTED";
+}
+const char *vpool_member_state_name(int s)
+{
+    static const char *n[] = { "ONLINE", "OFFLINE", "FAULTED", "MISSING", "RESILVERING" };
+    return s >= 0 && s <= VPOOL_M_RESILVERING ? n[s] : "?";
+}

@@ -1,0 +1,424 @@
+/* Data placement: verified reads with repair from redundancy, in-place application of
+ * committed writes (raidz1 parity by reconstruct-write, read-modify-write when
+ * degraded), row rebuild for resilver and row verification for scrub.
+ * Everything that writes in place holds the row lock; the read fast path takes no
+ * lock and falls back to the locked path on a checksum mismatch. */
+#include "storage/vpool_impl.h"
+#include "nasd/log.h"
+#include <isa-l.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+static void *xalloc(size_t len)
+{
+    void *b = NULL;
+    return posix_memalign(&b, 64, len) ? NULL : b;
+}
+
+static void xor_into(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    uint64_t *d = (uint64_t *)dst;
+    const uint64_t *s = (const uint64_t *)src;
+    for (size_t i = 0; i < len / 8; i++) d[i] ^= s[i];
+}
+
+static bool sect_ok(uint32_t cs, const uint8_t *data) { return vp_csum_of(data) == cs; }
+static bool has_data(uint32_t cs) { return cs != VP_CSUM_ZERO && cs != VP_CSUM_MARK; }
+
+/* ---------------- reads ---------------- */
+
+/* Locked path for one sector: re-check, then reconstruct and repair. */
+static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
+{
+    uint32_t cs = vp_csum_get(p, s);
+    if (!has_data(cs)) { memset(buf, 0, VP_SECTOR); return 0; }
+    int col;
+    uint64_t row = vp_row_of(p, s, &col);
+    unsigned w = s % VP_CHUNK_SECT;
+    uint64_t off = vp_moff(p, row, w);
+    uint8_t *tmp = xalloc(VP_SECTOR);
+    if (!tmp) return -ENOMEM;
+    int rc = -EIO;
+
+    if (p->layout == VPOOL_MIRROR) {
+        uint32_t bad = 0;
+        bool good = false;
+        for (int m = 0; m < p->n; m++) {
+            if (!vp_readable(p, m)) continue;
+            if (vp_mread(p, m, tmp, VP_SECTOR, off) == 0 && sect_ok(cs, tmp)) {
+                if (!good) memcpy(buf, tmp, VP_SECTOR);
+                good = true;
+            } else bad |= 1u << m;
+        }
+        if (good) {
+            rc = 0;
+            for (int m = 0; m < p->n; m++) {
+                if (!(bad & (1u << m))) continue;
+                atomic_fetch_add(&p->m[m].ck_err, 1);
+                if (vp_mwrite(p, m, buf, VP_SECTOR, off) == 0) atomic_fetch_add(&p->repaired, 1);
+            }
+        }
+    } else {
+        int dm = vp_col_member(p, row, col);
+        bool dm_bad = false;
+        if (vp_readable(p, dm)) {
+            if (vp_mread(p, dm, buf, VP_SECTOR, off) == 0 && sect_ok(cs, buf)) { free(tmp); return 0; }
+            dm_bad = vp_readable(p, dm);
+            if (dm_bad) atomic_fetch_add(&p->m[dm].ck_err, 1);
+        }
+        if (p->layout == VPOOL_RAIDZ1) {
+            memset(buf, 0, VP_SECTOR);
+            bool all = true;
+            for (int m = 0; m < p->n && all; m++) {
+                if (m == dm) continue;
+                if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) all = false;
+                else xor_into(buf, tmp, VP_SECTOR);
+            }
+            if (all && sect_ok(cs, buf)) {
+                rc = 0;
+                if (dm_bad && vp_mwrite(p, dm, buf, VP_SECTOR, off) == 0) atomic_fetch_add(&p->repaired, 1);
+            }
+        }
+    }
+    if (rc) {
+        atomic_fetch_add(&p->unrepairable, 1);
+        log_warn("vpool %s: unrecoverable checksum error at pool sector %llu", p->name, (unsigned long long)s);
+    }
+    free(tmp);
+    return rc;
+}
+
+static int read_slow(struct vpool *p, uint64_t s, uint8_t *buf)
+{
+    int col;
+    uint64_t row = vp_row_of(p, s, &col);
+    pthread_mutex_t *l = vp_rowlock(p, row);
+    pthread_mutex_lock(l);
+    int rc = read_locked(p, s, buf);
+    pthread_mutex_unlock(l);
+    return rc;
+}
+
+static int read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, bool locked)
+{
+    int col;
+    uint64_t row = vp_row_of(p, s, &col);
+    unsigned w0 = s % VP_CHUNK_SECT;
+    if (w0 + count > VP_CHUNK_SECT || s + count > p->n_sect) return -EINVAL;
+    uint32_t cs[VP_CHUNK_SECT];
+    int lo = -1, hi = -1;
+    for (unsigned i = 0; i < count; i++) {
+        cs[i] = vp_csum_get(p, s + i);
+        if (has_data(cs[i])) { if (lo < 0) lo = i; hi = i; }
+    }
+    int m;
+    if (p->layout == VPOOL_MIRROR) {
+        m = (int)(row % p->n);
+        for (int k = 0; k < p->n && !vp_readable(p, m); k++) m = (m + 1) % p->n;
+    } else m = vp_col_member(p, row, col);
+    bool direct = lo >= 0 && vp_readable(p, m) &&
+                  vp_mread(p, m, buf + lo * VP_SECTOR, (hi - lo + 1) * VP_SECTOR, vp_moff(p, row, w0 + lo)) == 0;
+    for (unsigned i = 0; i < count; i++) {
+        uint8_t *b = buf + i * VP_SECTOR;
+        if (!has_data(cs[i])) { memset(b, 0, VP_SECTOR); continue; }
+        if (direct && sect_ok(cs[i], b)) continue;
+        int rc = locked ? read_locked(p, s + i, b) : read_slow(p, s + i, b);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int vp_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf)
+{
+    return read_run(p, s, count, buf, false);
+}
+
+int vp_read_run_locked(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf)
+{
+    return read_run(p, s, count, buf, true);
+}
+
+/* ---------------- writes ---------------- */
+
+struct row_bufs { uint8_t *col[VP_MAXM]; uint8_t *par; uint8_t *tmp; };
+
+static int write_runs(struct vpool *p, int m, uint64_t row, const uint8_t *const *data)
+{
+    int rc = 0;
+    for (unsigned w = 0; w < VP_CHUNK_SECT;) {
+        if (!data[w]) { w++; continue; }
+        struct iovec iov[VP_CHUNK_SECT];
+        unsigned k = 0, start = w;
+        while (w < VP_CHUNK_SECT && data[w]) { iov[k].iov_base = (void *)data[w]; iov[k].iov_len = VP_SECTOR; k++; w++; }
+        if (vp_mwritev(p, m, iov, k, vp_moff(p, row, start)) < 0) rc = -EIO;
+    }
+    return rc;
+}
+
+/* raidz1 with a member unavailable: parity per sector, by reconstruct-write when
+ * every unwritten column is readable, else read-modify-write (old data + old parity,
+ * read before anything is overwritten). */
+static void raidz_row_degraded(struct vpool *p, uint64_t row, const uint8_t *nd[][VP_CHUNK_SECT],
+                               struct row_bufs *rb)
+{
+    int pm = vp_parity_member(p, row), ndc = p->ndata;
+    for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
+        bool any = false;
+        for (int c = 0; c < ndc; c++) any |= nd[c][w] != NULL;
+        if (!any) continue;
+        uint64_t off = vp_moff(p, row, w);
+        bool par_ok = false;
+        if (vp_writable(p, pm)) {
+            bool can_rw = true, can_rmw = vp_readable(p, pm);
+            for (int c = 0; c < ndc; c++) {
+                bool rd = vp_readable(p, vp_col_member(p, row, c));
+                if (!nd[c][w] && !rd) can_rw = false;
+                if (nd[c][w] && !rd) can_rmw = false;
+            }
+            memset(rb->par, 0, VP_SECTOR);
+            if (can_rw) {
+                par_ok = true;
+                for (int c = 0; c < ndc && par_ok; c++) {
+                    if (nd[c][w]) { xor_into(rb->par, nd[c][w], VP_SECTOR); continue; }
+                    par_ok = vp_mread(p, vp_col_member(p, row, c), rb->tmp, VP_SECTOR, off) == 0;
+                    xor_into(rb->par, rb->tmp, VP_SECTOR);
+                }
+            } else if (can_rmw) {
+                par_ok = vp_mread(p, pm, rb->par, VP_SECTOR, off) == 0;
+                for (int c = 0; c < ndc && par_ok; c++) {
+                    if (!nd[c][w]) continue;
+                    par_ok = vp_mread(p, vp_col_member(p, row, c), rb->tmp, VP_SECTOR, off) == 0;
+                    xor_into(rb->par, rb->tmp, VP_SECTOR);
+                    xor_into(rb->par, nd[c][w], VP_SECTOR);
+                }
+            }
+            if (!par_ok)
+                log_err("vpool %s: row %llu: parity not updated (too many members unavailable)",
+                        p->name, (unsigned long long)row);
+        }
+        for (int c = 0; c < ndc; c++) {
+            int m = vp_col_member(p, row, c);
+            if (nd[c][w] && vp_writable(p, m)) vp_mwrite(p, m, nd[c][w], VP_SECTOR, off);
+        }
+        if (par_ok) vp_mwrite(p, pm, rb->par, VP_SECTOR, off);
+    }
+}
+
+/* raidz1 row, all members available: read the unwritten parts of [wlo, whi] of every
+ * data column (none for full-row writes), compute parity over the range in one go. */
+static void raidz_row(struct vpool *p, uint64_t row, const uint8_t *nd[][VP_CHUNK_SECT], struct row_bufs *rb)
+{
+    int pm = vp_parity_member(p, row), ndc = p->ndata;
+    unsigned wlo = VP_CHUNK_SECT, whi = 0;
+    bool need_read[VP_MAXM] = {0}, fast = vp_writable(p, pm);
+    for (int c = 0; c < ndc; c++) {
+        for (unsigned w = 0; w < VP_CHUNK_SECT; w++)
+            if (nd[c][w]) { if (w < wlo) wlo = w; if (w > whi) whi = w; }
+    }
+    if (wlo > whi) return;
+    for (int c = 0; c < ndc; c++) {
+        for (unsigned w = wlo; w <= whi; w++) if (!nd[c][w]) need_read[c] = true;
+        int m = vp_col_member(p, row, c);
+        if ((need_read[c] && !vp_readable(p, m)) || !vp_writable(p, m)) fast = false;
+    }
+    if (!fast) { raidz_row_degraded(p, row, nd, rb); return; }
+    size_t len = (whi - wlo + 1) * VP_SECTOR, boff = wlo * VP_SECTOR;
+    void *vec[VP_MAXM + 1];
+    for (int c = 0; c < ndc; c++) {
+        if (need_read[c] && vp_mread(p, vp_col_member(p, row, c), rb->col[c] + boff, len, vp_moff(p, row, wlo)) < 0) {
+            raidz_row_degraded(p, row, nd, rb);   /* the member just failed */
+            return;
+        }
+        for (unsigned w = wlo; w <= whi; w++)
+            if (nd[c][w]) memcpy(rb->col[c] + w * VP_SECTOR, nd[c][w], VP_SECTOR);
+        vec[c] = rb->col[c] + boff;
+    }
+    vec[ndc] = rb->par + boff;
+    xor_gen(ndc + 1, (int)len, vec);
+    for (int c = 0; c < ndc; c++) write_runs(p, vp_col_member(p, row, c), row, nd[c]);
+    vp_mwrite(p, pm, rb->par + boff, len, vp_moff(p, row, wlo));
+}
+
+/* Writes sectors (sorted by pool sector) in place and then publishes their checksums,
+ * one row at a time under the row lock. */
+int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
+{
+    struct row_bufs rb = {0};
+    int ncols = p->layout == VPOOL_RAIDZ1 ? p->ndata : 0;
+    for (int c = 0; c < ncols; c++) if (!(rb.col[c] = xalloc(VP_CHUNK))) goto nomem;
+    if (!(rb.par = xalloc(VP_CHUNK)) || !(rb.tmp = xalloc(VP_SECTOR))) goto nomem;
+
+    for (size_t i = 0; i < n;) {
+        int col;
+        uint64_t row = vp_row_of(p, ws[i].sect, &col);
+        const uint8_t *nd[VP_MAXM][VP_CHUNK_SECT];
+        memset(nd, 0, sizeof nd);
+        size_t j = i;
+        for (; j < n; j++) {
+            int c;
+            if (vp_row_of(p, ws[j].sect, &c) != row) break;
+            nd[c][ws[j].sect % VP_CHUNK_SECT] = ws[j].data;
+        }
+        pthread_mutex_t *l = vp_rowlock(p, row);
+        pthread_mutex_lock(l);
+        if (p->layout == VPOOL_RAIDZ1) raidz_row(p, row, nd, &rb);
+        else if (p->layout == VPOOL_MIRROR) {
+            for (int m = 0; m < p->n; m++) if (vp_writable(p, m)) write_runs(p, m, row, nd[0]);
+        } else {
+            for (int c = 0; c < p->n; c++) {
+                bool any = false;
+                for (unsigned w = 0; w < VP_CHUNK_SECT; w++) any |= nd[c][w] != NULL;
+                if (any && vp_writable(p, c)) write_runs(p, c, row, nd[c]);
+            }
+        }
+        for (size_t k = i; k < j; k++) {
+            vp_csum_set(p, ws[k].sect, ws[k].csum);
+            vp_note_degraded_write(p, ws[k].sect);
+        }
+        pthread_mutex_unlock(l);
+        i = j;
+    }
+    for (int c = 0; c < ncols; c++) free(rb.col[c]);
+    free(rb.par); free(rb.tmp);
+    return vp_pool_state(p) == VPOOL_FAULTED ? -EIO : 0;
+nomem:
+    for (int c = 0; c < ncols; c++) free(rb.col[c]);
+    free(rb.par); free(rb.tmp);
+    return -ENOMEM;
+}
+
+/* ---------------- resilver / scrub ---------------- */
+
+bool vp_row_live(struct vpool *p, uint64_t row)
+{
+    for (int c = 0; c < p->ndata; c++) {
+        uint64_t au = vp_row_sect0(p, row, c) / VP_AU_SECT;
+        if (au < p->n_au && p->au[au].vol_id) return true;
+    }
+    return false;
+}
+
+/* Recomputes the chunk of row on every member in target_mask from the others. */
+int vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask)
+{
+    if (p->layout == VPOOL_STRIPE) return -ENOTSUP;
+    uint8_t *acc = xalloc(VP_CHUNK), *tmp = xalloc(VP_CHUNK);
+    int rc = 0;
+    if (!acc || !tmp) { free(acc); free(tmp); return -ENOMEM; }
+    pthread_mutex_t *l = vp_rowlock(p, row);
+    pthread_mutex_lock(l);
+    uint64_t off = vp_moff(p, row, 0);
+    if (p->layout == VPOOL_RAIDZ1) {
+        memset(acc, 0, VP_CHUNK);
+        for (int m = 0; m < p->n && !rc; m++) {
+            if (target_mask & (1u << m)) continue;
+            if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_CHUNK, off) < 0) rc = -EIO;
+            else xor_into(acc, tmp, VP_CHUNK);
+        }
+    } else {
+        /* mirror: per sector, the first copy whose checksum verifies */
+        uint64_t s0 = vp_row_sect0(p, row, 0);
+        bool have = false;
+        for (int m = 0; m < p->n; m++) {
+            if ((target_mask & (1u << m)) || !vp_readable(p, m)) continue;
+            if (vp_mread(p, m, acc, VP_CHUNK, off) == 0) { have = true; break; }
+        }
+        if (!have) rc = -EIO;
+        for (unsigned w = 0; w < VP_CHUNK_SECT && !rc; w++) {
+            uint32_t cs = vp_csum_get(p, s0 + w);
+            uint8_t *sec = acc + w * VP_SECTOR;
+            if (!has_data(cs) || sect_ok(cs, sec)) continue;
+            bool fixed = false;
+            for (int m = 0; m < p->n && !fixed; m++) {
+                if ((target_mask & (1u << m)) || !vp_readable(p, m)) continue;
+                fixed = vp_mread(p, m, tmp, VP_SECTOR, off + w * VP_SECTOR) == 0 && sect_ok(cs, tmp);
+                if (fixed) memcpy(sec, tmp, VP_SECTOR);
+            }
+            if (!fixed) atomic_fetch_add(&p->unrepairable, 1);
+        }
+    }
+    for (int m = 0; m < p->n && !rc; m++)
+        if ((target_mask & (1u << m)) && vp_writable(p, m) && vp_mwrite(p, m, acc, VP_CHUNK, off) < 0) rc = -EIO;
+    pthread_mutex_unlock(l);
+    free(acc); free(tmp);
+    return rc;
+}
+
+/* Verifies every checksummed sector of a row (and raidz1 parity); repairs what
+ * redundancy allows. Adds to *rep / *unrep. */
+int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
+{
+    int n = p->n;
+    uint8_t *buf[VP_MAXM] = {0}, *tmp = xalloc(VP_SECTOR);
+    bool rd[VP_MAXM] = {0};
+    int rc = 0;
+    for (int m = 0; m < n; m++) if (!(buf[m] = xalloc(VP_CHUNK))) rc = -ENOMEM;
+    if (rc || !tmp) goto out;
+    pthread_mutex_t *l = vp_rowlock(p, row);
+    pthread_mutex_lock(l);
+    uint64_t off = vp_moff(p, row, 0);
+    for (int m = 0; m < n; m++) rd[m] = vp_readable(p, m) && vp_mread(p, m, buf[m], VP_CHUNK, off) == 0;
+
+    for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
+        uint64_t woff = off + w * VP_SECTOR;
+        if (p->layout == VPOOL_MIRROR) {
+            uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, 0) + w);
+            if (!has_data(cs)) continue;
+            int good = -1; uint32_t bad = 0;
+            for (int m = 0; m < n; m++) {
+                if (!rd[m]) continue;
+                if (sect_ok(cs, buf[m] + w * VP_SECTOR)) { if (good < 0) good = m; }
+                else bad |= 1u << m;
+            }
+            for (int m = 0; m < n; m++) {
+                if (!(bad & (1u << m))) continue;
+                atomic_fetch_add(&p->m[m].ck_err, 1);
+                if (good >= 0 && vp_mwrite(p, m, buf[good] + w * VP_SECTOR, VP_SECTOR, woff) == 0) (*rep)++;
+                else if (good < 0) { (*unrep)++; break; }
+            }
+            continue;
+        }
+        int bad_col = -1, nbad = 0, ncols = p->ndata;
+        bool all_rd = true;
+        for (int m = 0; m < n; m++) all_rd &= rd[m];
+        for (int c = 0; c < ncols; c++) {
+            int m = vp_col_member(p, row, c);
+            uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, c) + w);
+            if (!has_data(cs) || !rd[m]) continue;
+            if (!sect_ok(cs, buf[m] + w * VP_SECTOR)) {
+                bad_col = c; nbad++;
+                atomic_fetch_add(&p->m[m].ck_err, 1);
+            }
+        }
+        if (p->layout == VPOOL_STRIPE) { *unrep += nbad; continue; }
+        int pm = vp_parity_member(p, row);
+        if (nbad == 1 && all_rd) {
+            int bm = vp_col_member(p, row, bad_col);
+            uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, bad_col) + w);
+            memset(tmp, 0, VP_SECTOR);
+            for (int m = 0; m < n; m++) if (m != bm) xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
+            if (sect_ok(cs, tmp) && vp_mwrite(p, bm, tmp, VP_SECTOR, woff) == 0) {
+                memcpy(buf[bm] + w * VP_SECTOR, tmp, VP_SECTOR);
+                (*rep)++;
+            } else (*unrep)++;
+        } else if (nbad) {
+            *unrep += nbad;
+            continue;
+        }
+        if (!all_rd) continue;
+        /* data verified (or unwritten): parity must be their XOR */
+        memset(tmp, 0, VP_SECTOR);
+        for (int m = 0; m < n; m++) if (m != pm) xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
+        if (memcmp(tmp, buf[pm] + w * VP_SECTOR, VP_SECTOR)) {
+            atomic_fetch_add(&p->m[pm].ck_err, 1);
+            if (vp_mwrite(p, pm, tmp, VP_SECTOR, woff) == 0) (*rep)++;
+            else (*unrep)++;
+        }
+    }
+    pthread_mutex_unlock(l);
+out:
+    for (int m = 0; m < n; m++) free(buf[m]);
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,246 @@
+/* Pool metadata: volume table, AU ownership table and per-sector checksum table,
+ * kept in RAM and checkpointed as checksummed 4 KiB pages, twice per member
+ * (copy A, fdatasync, copy B, fdatasync). Between checkpoints the journal holds every
+ * change, so a page torn by a crash is always recoverable from the other copy plus
+ * journal replay. */
+#include "storage/vpool_impl.h"
+#include "nasd/log.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define VP_META_MAGIC 0x4154454du   /* "META" */
+
+struct mp_hdr { uint32_t magic, index; uint64_t gen, csum; uint8_t pool[8]; };
+struct vol_disk {
+    uint32_t id, flags;
+    uint64_t size;
+    uint8_t uuid[16];
+    char name[64];
+    uint8_t pad[32];
+};
+_Static_assert(sizeof(struct mp_hdr) == 32, "meta page header");
+_Static_assert(sizeof(struct vol_disk) == 128, "volume entry");
+
+static uint64_t au_pg0(const struct vpool *p) { (void)p; return VP_VOLTAB_PAGES; }
+static uint64_t csum_pg0(const struct vpool *p) { return VP_VOLTAB_PAGES + (p->n_au + VP_AU_PER_PG - 1) / VP_AU_PER_PG; }
+static uint64_t pages_used(const struct vpool *p) { return csum_pg0(p) + (p->n_sect + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG; }
+
+void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
+{
+    __atomic_store_n(&p->csum[s], v, __ATOMIC_RELEASE);
+    atomic_store(&p->meta_dirty[csum_pg0(p) + s / VP_CSUM_PER_PG], 1);
+}
+
+void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext)
+{
+    p->au[au].vol_id = vol_id;
+    p->au[au].vol_ext = vol_ext;
+    atomic_store(&p->meta_dirty[au_pg0(p) + au / VP_AU_PER_PG], 1);
+}
+
+int vp_meta_alloc(struct vpool *p)
+{
+    if (pages_used(p) > p->meta_pages) return -EINVAL;
+    p->csum = mmap(NULL, p->n_sect * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p->csum == MAP_FAILED) { p->csum = NULL; return -ENOMEM; }
+    p->au = calloc(p->n_au, sizeof *p->au);
+    p->meta_dirty = calloc(p->meta_pages, 1);
+    p->changed_au = calloc(p->n_au, 1);
+    if (!p->au || !p->meta_dirty || !p->changed_au) return -ENOMEM;
+    return 0;
+}
+
+void vp_meta_free(struct vpool *p)
+{
+    if (p->csum) munmap(p->csum, p->n_sect * 4);
+    free(p->au);
+    free((void *)p->meta_dirty);
+    free(p->changed_au);
+    p->csum = NULL; p->au = NULL; p->meta_dirty = NULL; p->changed_au = NULL;
+}
+
+static void page_build(struct vpool *p, uint64_t idx, uint8_t *pg)
+{
+    memset(pg, 0, VP_SECTOR);
+    struct mp_hdr *h = (struct mp_hdr *)pg;
+    uint8_t *pl = pg + sizeof *h;
+    if (idx < VP_VOLTAB_PAGES) {
+        pthread_rwlock_rdlock(&p->vol_lock);
+        for (unsigned i = 0; i < VP_VOL_PER_PG; i++) {
+            struct vp_vol *v = p->vols[idx * VP_VOL_PER_PG + i];
+            if (!v) continue;
+            struct vol_disk *d = (struct vol_disk *)(pl + i * sizeof *d);
+            d->id = v->id; d->flags = v->flags; d->size = v->size;
+            memcpy(d->uuid, v->uuid, 16);
+            memcpy(d->name, v->name, sizeof d->name);
+        }
+        pthread_rwlock_unlock(&p->vol_lock);
+    } else if (idx < csum_pg0(p)) {
+        uint64_t first = (idx - au_pg0(p)) * VP_AU_PER_PG;
+        uint64_t cnt = p->n_au - first < VP_AU_PER_PG ? p->n_au - first : VP_AU_PER_PG;
+        pthread_mutex_lock(&p->alloc_lock);   /* no half-updated owner entries */
+        memcpy(pl, &p->au[first], cnt * sizeof *p->au);
+        pthread_mutex_unlock(&p->alloc_lock);
+    } else {
+        uint64_t first = (idx - csum_pg0(p)) * VP_CSUM_PER_PG;
+        uint64_t cnt = p->n_sect - first < VP_CSUM_PER_PG ? p->n_sect - first : VP_CSUM_PER_PG;
+        uint32_t *o = (uint32_t *)pl;
+        for (uint64_t i = 0; i < cnt; i++) o[i] = vp_csum_get(p, first + i);
+    }
+    h->magic = VP_META_MAGIC;
+    h->index = (uint32_t)idx;
+    h->gen = p->gen;
+    memcpy(h->pool, p->uuid, 8);
+    h->csum = XXH3_64bits(pg, VP_SECTOR);
+}
+
+static bool page_valid(struct vpool *p, uint64_t idx, uint8_t *pg)
+{
+    struct mp_hdr *h = (struct mp_hdr *)pg;
+    if (h->magic != VP_META_MAGIC || h->index != idx || memcmp(h->pool, p->uuid, 8)) return false;
+    uint64_t c = h->csum;
+    h->csum = 0;
+    bool ok = XXH3_64bits(pg, VP_SECTOR) == c;
+    h->csum = c;
+    return ok;
+}
+
+/* Writes metadata pages to both copies of the members in member_mask (0 = every
+ * writable member): the dirty ones (clearing their flags), or all of them (flags
+ * untouched: used to seed a new member). */
+int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
+{
+    uint64_t np = pages_used(p);
+    uint64_t *idx = malloc(np * sizeof *idx);
+    uint8_t *buf = NULL;
+    if (!idx) return -ENOMEM;
+    uint64_t cnt = 0;
+    for (uint64_t i = 0; i < np; i++)
+        if (all_pages || atomic_exchange(&p->meta_dirty[i], 0))
+            idx[cnt++] = i;
+    int rc = 0;
+    if (!cnt) goto out;
+    buf = malloc(cnt * VP_SECTOR);
+    if (!buf) {
+        if (!all_pages) for (uint64_t i = 0; i < cnt; i++) atomic_store(&p->meta_dirty[idx[i]], 1);
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (uint64_t i = 0; i < cnt; i++) page_build(p, idx[i], buf + i * VP_SECTOR);
+    for (int copy = 0; copy < 2; copy++) {
+        for (int m = 0; m < p->n; m++) {
+            if (!vp_writable(p, m) || (member_mask && !(member_mask & (1u << m)))) continue;
+            for (uint64_t i = 0; i < cnt;) {
+                uint64_t j = i + 1;
+                while (j < cnt && idx[j] == idx[j - 1] + 1 && j - i < 256) j++;
+                vp_mwrite(p, m, buf + i * VP_SECTOR, (j - i) * VP_SECTOR, p->meta_off[copy] + idx[i] * VP_SECTOR);
+                i = j;
+            }
+        }
+        for (int m = 0; m < p->n; m++) {
+            if (!vp_writable(p, m) || (member_mask && !(member_mask & (1u << m)))) continue;
+            if (fdatasync(p->m[m].fd) < 0) vp_member_fault(p, m, "fdatasync failed");
+        }
+    }
+    if (vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
+out:
+    free(buf);
+    free(idx);
+    return rc;
+}
+
+static int page_decode(struct vpool *p, uint64_t idx, const uint8_t *pg, char *err, size_t errlen)
+{
+    const uint8_t *pl = pg + sizeof(struct mp_hdr);
+    if (idx < VP_VOLTAB_PAGES) {
+        for (unsigned i = 0; i < VP_VOL_PER_PG; i++) {
+            const struct vol_disk *d = (const struct vol_disk *)(pl + i * sizeof *d);
+            unsigned slot = idx * VP_VOL_PER_PG + i;
+            if (!d->id) continue;
+            if (d->id != slot + 1 || !d->name[0] || memchr(d->name, 0, sizeof d->name) == NULL) {
+                vp_set_err(err, errlen, "volume table entry %u is malformed", slot);
+                return -EBADMSG;
+            }
+            struct vp_vol *v = calloc(1, sizeof *v);
+            if (!v) return -ENOMEM;
+            v->id = d->id; v->flags = d->flags; v->size = d->size;
+            memcpy(v->uuid, d->uuid, 16);
+            memcpy(v->name, d->name, sizeof v->name);
+            p->vols[slot] = v;
+        }
+    } else if (idx < csum_pg0(p)) {
+        uint64_t first = (idx - au_pg0(p)) * VP_AU_PER_PG;
+        uint64_t cnt = p->n_au - first < VP_AU_PER_PG ? p->n_au - first : VP_AU_PER_PG;
+        memcpy(&p->au[first], pl, cnt * sizeof *p->au);
+    } else {
+        uint64_t first = (idx - csum_pg0(p)) * VP_CSUM_PER_PG;
+        uint64_t cnt = p->n_sect - first < VP_CSUM_PER_PG ? p->n_sect - first : VP_CSUM_PER_PG;
+        const uint32_t *in = (const uint32_t *)pl;
+        for (uint64_t i = 0; i < cnt; i++) if (in[i]) p->csum[first + i] = in[i];
+    }
+    return 0;
+}
+
+/* Loads every page from the first member/copy in good_mask that has it intact. */
+int vp_meta_load(struct vpool *p, uint32_t good_mask, char *err, size_t errlen)
+{
+    uint64_t np = pages_used(p);
+    int first = -1;
+    for (int m = 0; m < p->n && first < 0; m++) if (good_mask & (1u << m)) first = m;
+    if (first < 0) { vp_set_err(err, errlen, "no member with current metadata"); return -ENXIO; }
+    uint64_t run = 256;
+    uint8_t *buf = malloc(run * VP_SECTOR), pg[VP_SECTOR];
+    if (!buf) return -ENOMEM;
+    int rc = 0;
+    for (uint64_t base = 0; base < np && !rc; base += run) {
+        uint64_t cnt = np - base < run ? np - base : run;
+        if (vp_mread(p, first, buf, cnt * VP_SECTOR, p->meta_off[0] + base * VP_SECTOR) < 0)
+            memset(buf, 0, cnt * VP_SECTOR);
+        for (uint64_t i = 0; i < cnt && !rc; i++) {
+            uint64_t idx = base + i;
+            uint8_t *src = buf + i * VP_SECTOR;
+            bool ok = page_valid(p, idx, src);
+            for (int m = 0; m < p->n && !ok; m++) {
+                if (!(good_mask & (1u << m))) continue;
+                for (int copy = 0; copy < 2 && !ok; copy++) {
+                    if (m == first && copy == 0) continue;
+                    if (vp_mread(p, m, pg, VP_SECTOR, p->meta_off[copy] + idx * VP_SECTOR) == 0 &&
+                        page_valid(p, idx, pg)) {
+                        src = pg; ok = true;
+                        log_warn("vpool %s: metadata page %llu damaged on %s, using copy %c of member %d",
+                                 p->name, (unsigned long long)idx, p->m[first].path, 'A' + copy, m);
+                        atomic_store(&p->meta_dirty[idx], 1);   /* rewritten at the next checkpoint */
+                    }
+                }
+            }
+            if (!ok) {
+                vp_set_err(err, errlen, "metadata page %llu is corrupt on every member and copy",
+                           (unsigned long long)idx);
+                rc = -EBADMSG;
+                break;
+            }
+            rc = page_decode(p, idx, src, err, errlen);
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+/* Makes the pool state on disk match RAM: syncs in-place data, writes dirty metadata
+ * pages (both copies) and then labels naming the last journal batch now covered.
+ * After this the journal restarts at offset 0. Caller holds commit_lock. */
+int vp_checkpoint(struct vpool *p)
+{
+    atomic_store(&p->need_checkpoint, 0);
+    if (vp_sync_members(p) < 0) return -EIO;
+    p->gen++;
+    int rc = vp_meta_write(p, false, 0);
+    if (rc) return rc;
+    rc = vp_write_labels(p, 0);
+    if (rc) return rc;
+    p->jpos = 0;
+    return vp_pool_state(p) == VPOOL_FAULTED ? -EIO : 0;
+}
