@@ -1,0 +1,75 @@
+// Small hand-written SVG line chart.
+//   lineChart({series: [{label, color, points: [[x, y], ...]}], xFormat, yFormat, height, title})
+// returns an <svg>. data-max (largest y shown) and data-points let tests read what is drawn.
+import { s } from './dom.js';
+
+const PAD = { l: 56, r: 14, t: 26, b: 26 };
+
+// Top of the y axis: 4 grid steps of 1, 2 or 5 x 10^n, so every label is a round number.
+function niceTop(v) {
+  if (!(v > 0)) return 4;
+  const raw = v / 4;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return 4 * m * p;
+  return 40 * p;
+}
+
+function shortNum(v) {
+  if (v >= 1e9) return `${+(v / 1e9).toFixed(1)}G`;
+  if (v >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
+  if (v >= 1e3) return `${+(v / 1e3).toFixed(1)}k`;
+  return `${+v.toFixed(v < 10 ? 1 : 0)}`;
+}
+
+// width/height set the viewBox; the SVG scales to its container, so pick a width near the
+// rendered one to keep text at its natural size.
+export function lineChart({ series, xFormat = String, yFormat = shortNum, width = 1000, height = 220, title = '', empty = 'no data yet' }) {
+  const W = width, H = height;
+  const pts = series.flatMap((se) => se.points);
+  const maxY = pts.reduce((m, p) => Math.max(m, p[1]), 0);
+  const svg = s('svg', {
+    viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img',
+    'aria-label': `${title}: ${series.map((se) => `${se.label} latest ${se.points.length ? yFormat(se.points[se.points.length - 1][1]) : 'none'}`).join(', ')}`,
+    'data-max': maxY, 'data-points': pts.length,
+  });
+  if (title) svg.append(s('text', { x: PAD.l, y: 16, class: 'chart-title' }, title));
+  const plotW = W - PAD.l - PAD.r, plotH = H - PAD.t - PAD.b;
+  const top = niceTop(maxY);
+  // horizontal grid with y labels
+  for (let i = 0; i <= 4; i++) {
+    const y = PAD.t + plotH - (plotH * i) / 4;
+    svg.append(s('line', { x1: PAD.l, x2: W - PAD.r, y1: y, y2: y, class: i ? 'grid' : 'axis' }));
+    svg.append(s('text', { x: PAD.l - 6, y: y + 4, class: 'tick', 'text-anchor': 'end' }, yFormat((top * i) / 4)));
+  }
+  if (!pts.length) {
+    svg.append(s('text', { x: PAD.l + plotW / 2, y: PAD.t + plotH / 2, class: 'chart-empty', 'text-anchor': 'middle' }, empty));
+    return svg;
+  }
+  const xs = pts.map((p) => p[0]);
+  let x0 = Math.min(...xs), x1 = Math.max(...xs);
+  if (x1 === x0) { x0 -= 1; x1 += 1; }
+  const sx = (x) => PAD.l + ((x - x0) / (x1 - x0)) * plotW;
+  const sy = (y) => PAD.t + plotH - (y / top) * plotH;
+  for (let i = 0; i <= 4; i++) {
+    const x = x0 + ((x1 - x0) * i) / 4;
+    svg.append(s('text', { x: sx(x), y: H - 8, class: 'tick', 'text-anchor': i === 0 ? 'start' : i === 4 ? 'end' : 'middle' }, xFormat(x)));
+  }
+  // legend, right-aligned in the title row
+  let lx = W - PAD.r;
+  for (const se of [...series].reverse()) {
+    const label = s('text', { x: lx, y: 16, class: 'legend', 'text-anchor': 'end' }, se.label);
+    lx -= se.label.length * 6.5 + 4;
+    svg.append(label, s('rect', { x: lx - 10, y: 8, width: 10, height: 10, rx: 2, fill: se.color }));
+    lx -= 22;
+  }
+  for (const se of series) {
+    if (!se.points.length) continue;
+    const d = se.points.map((p, i) => `${i ? 'L' : 'M'}${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join('');
+    if (se.fill) {
+      const base = sy(0).toFixed(1);
+      svg.append(s('path', { d: `${d}L${sx(se.points[se.points.length - 1][0]).toFixed(1)},${base}L${sx(se.points[0][0]).toFixed(1)},${base}Z`, fill: se.color, class: 'area' }));
+    }
+    svg.append(s('path', { d, stroke: se.color, class: 'line', 'data-series': se.label }));
+  }
+  return svg;
+}

@@ -1,0 +1,176 @@
+// Dashboard: pool health and capacity, per-export live I/O figures (GET /stats every
+// second) and a live IOPS chart of the selected export (GET /stats/history).
+import { h, fill } from '../dom.js';
+import { get } from '../api.js';
+import * as fmt from '../format.js';
+import { lineChart } from '../chart.js';
+import { table, stateBadge, section, select } from '../ui.js';
+import { poolCapacity } from './pools.js';
+import { exportStatus } from './iscsi.js';
+
+const TICK_MS = 1000;
+const CONFIG_EVERY = 5; // re-read pools/exports every 5 ticks
+
+// "iscsi:1" identifies an export in /stats and /stats/history.
+const exportKey = (type, id) => `${type}:${id}`;
+let selected = null; // remembered across visits to the dashboard
+let range = '5m';
+
+function summary(pools, iscsi, nfs, datasets, volumes) {
+  const card = (k, val, testid) => h('div', { class: 'stat', 'data-testid': testid }, h('div', { class: 'v' }, val), h('div', { class: 'k' }, k));
+  const healthy = pools.filter((p) => p.state === 'ONLINE').length;
+  return h('div', { class: 'stats-cards' },
+    card('pools online', `${healthy} / ${pools.length}`, 'card-pools'),
+    card('datasets', datasets, 'card-datasets'), card('volumes', volumes, 'card-volumes'),
+    card('iSCSI exports', iscsi.length, 'card-iscsi'), card('NFS exports', nfs.length, 'card-nfs'));
+}
+
+function historyChart(hist, title) {
+  const samples = (hist && hist.samples) || [];
+  const series = [
+    { label: 'read', color: 'var(--read)', fill: true, points: samples.map((x) => [x.t, x.read_iops || 0]) },
+    { label: 'write', color: 'var(--write)', points: samples.map((x) => [x.t, x.write_iops || 0]) },
+    { label: 'other', color: 'var(--other)', points: samples.map((x) => [x.t, x.other_iops || 0]) },
+  ];
+  const xFormat = hist && hist.resolution >= 60 ? (t) => fmt.clock(t).slice(0, 5) : fmt.clock;
+  return lineChart({ series, xFormat, title, height: 230, empty: 'no samples yet' });
+}
+
+export async function mount(root) {
+  let timer = null, tick = 0, alive = true;
+  let cfg = { pools: [], iscsi: [], nfs: [], datasets: 0, volumes: 0 };
+  let stats = null, statsError = null;
+
+  const summaryBox = h('div', { id: 'summary' });
+  const poolsBox = h('div', { id: 'dash-pools' });
+  const exportsBox = h('div', { id: 'dash-exports' });
+  const notice = h('div', { class: 'notice', role: 'status', hidden: true, 'data-testid': 'stats-unavailable' });
+  const rangeSel = select({ id: 'chart-range', 'aria-label': 'chart range' }, [
+    { value: '5m', label: 'last 5 minutes', selected: range === '5m' }, { value: '1h', label: 'last hour', selected: range === '1h' },
+    { value: '24h', label: 'last 24 hours', selected: range === '24h' }]);
+  rangeSel.addEventListener('change', () => { range = rangeSel.value; poll(); });
+  const chartTitle = h('h2', { id: 'chart-title' }, 'IOPS');
+  const chartBox = h('div', { id: 'iops-chart', 'data-testid': 'iops-chart' });
+  const figures = h('div', { class: 'kv', id: 'selected-figures', 'data-testid': 'selected-figures' });
+
+  fill(root, h('h1', {}, 'Dashboard'), summaryBox, notice,
+    section('Pools', poolsBox),
+    section('Exports — live', exportsBox),
+    h('section', { class: 'card', 'aria-labelledby': 'chart-title' },
+      h('div', { class: 'chart-head' }, chartTitle, rangeSel), figures, chartBox));
+
+  async function loadConfig() {
+    const [pools, iscsi, nfs, datasets, volumes] = await Promise.all(
+      ['pools', 'exports/iscsi', 'exports/nfs', 'datasets', 'volumes'].map((p) => get(p).catch(() => [])));
+    cfg = { pools, iscsi, nfs, datasets: datasets.length, volumes: volumes.length };
+    const all = [...iscsi.map((x) => exportKey('iscsi', x.id)), ...nfs.map((x) => exportKey('nfs', x.id))];
+    if (!all.includes(selected)) selected = all[0] || null;
+  }
+
+  function statsOf(type, id) {
+    return stats && stats.exports.find((e) => e.type === type && e.id === id);
+  }
+
+  function renderExports() {
+    const rows = [
+      ...cfg.iscsi.map((x) => ({ type: 'iscsi', x, target: x.iqn })),
+      ...cfg.nfs.map((x) => ({ type: 'nfs', x, target: x.path })),
+    ];
+    const num = (get1) => (r) => { const s = statsOf(r.type, r.x.id); return s ? get1(s) : '—'; };
+    const cell = (field, f) => ({ label: field.label, class: 'num', cell: (r) => h('span', { 'data-field': field.key }, num(f)(r)) });
+    const t = table([
+      { label: 'Export', cell: (r) => h('div', {}, h('button', { type: 'button', class: 'link', 'aria-pressed': String(selected === exportKey(r.type, r.x.id)),
+        'data-testid': `select-export-${r.type}-${r.x.name}`, onclick: () => { selected = exportKey(r.type, r.x.id); renderExports(); poll(); } },
+      h('strong', {}, r.x.name)), h('span', { class: 'sub mono' }, r.target)) },
+      { label: 'Type', cell: (r) => (r.type === 'iscsi' ? 'iSCSI' : 'NFS') },
+      { label: 'Status', cell: (r) => exportStatus(r.x) },
+      cell({ label: 'Read IOPS', key: 'read_iops' }, (s) => fmt.count(s.read_iops)),
+      cell({ label: 'Write IOPS', key: 'write_iops' }, (s) => fmt.count(s.write_iops)),
+      cell({ label: 'Other', key: 'other_iops' }, (s) => fmt.count(s.other_iops)),
+      cell({ label: 'Read', key: 'read_bps' }, (s) => fmt.rate(s.read_bps)),
+      cell({ label: 'Write', key: 'write_bps' }, (s) => fmt.rate(s.write_bps)),
+      cell({ label: 'Lat p50 / p99', key: 'latency' }, (s) => `${fmt.micros(s.lat_p50_us)} / ${fmt.micros(s.lat_p99_us)}`),
+      cell({ label: 'CPU', key: 'cpu_pct' }, (s) => fmt.pct(s.cpu_pct)),
+    ], rows, { testid: 'exports-live', rowId: (r) => `export-row-${r.type}-${r.x.name}`, empty: 'No exports yet — create an iSCSI or NFS export.' });
+    for (const tr of t.tBodies[0].rows) {
+      const r = rows[tr.rowIndex - 1];
+      if (!r) continue;
+      const s = statsOf(r.type, r.x.id);
+      tr.classList.add('clickable');
+      if (selected === exportKey(r.type, r.x.id)) tr.classList.add('selected');
+      if (s) tr.dataset.iops = String((s.read_iops || 0) + (s.write_iops || 0) + (s.other_iops || 0));
+      tr.addEventListener('click', (ev) => { if (ev.target.tagName !== 'BUTTON') tr.querySelector('button').click(); });
+    }
+    fill(exportsBox, t);
+  }
+
+  function renderFigures() {
+    const s = selected && stats ? stats.exports.find((e) => exportKey(e.type, e.id) === selected) : null;
+    const kv = (k, val, testid, sub) => h('div', { 'data-testid': testid }, h('span', { class: 'k' }, k),
+      h('span', { class: 'v' }, val), sub ? h('span', { class: 'sub' }, sub) : null);
+    fill(figures, s ? [
+      kv('IOPS', fmt.count((s.read_iops || 0) + (s.write_iops || 0) + (s.other_iops || 0)), 'fig-iops',
+        `read ${fmt.count(s.read_iops)} · write ${fmt.count(s.write_iops)} · other ${fmt.count(s.other_iops)}`),
+      kv('read', fmt.rate(s.read_bps), 'fig-read'), kv('write', fmt.rate(s.write_bps), 'fig-write'),
+      kv('latency p50', fmt.micros(s.lat_p50_us), 'fig-p50'), kv('latency p99', fmt.micros(s.lat_p99_us), 'fig-p99'),
+      kv('CPU', fmt.pct(s.cpu_pct), 'fig-cpu'),
+    ] : []);
+    figures.hidden = !s;
+  }
+
+  function renderPools() {
+    fill(poolsBox, table([
+      { label: 'Pool', cell: (p) => h('strong', {}, p.name) },
+      { label: 'Layout', cell: (p) => `${p.layout} · ${(p.members || []).length} disks` },
+      { label: 'Health', cell: (p) => stateBadge(p.state) },
+      { label: 'Capacity', cell: poolCapacity },
+      { label: 'Free', class: 'num', cell: (p) => fmt.bytes(p.free) },
+    ], cfg.pools, { testid: 'dash-pools-table', rowId: (p) => `dash-pool-${p.name}`, empty: 'No pools yet.' }));
+  }
+
+  // One poll at a time; a request for another while busy runs right after.
+  let busy = false, again = false;
+  async function poll() {
+    if (busy) { again = true; return; }
+    busy = true;
+    clearTimeout(timer);
+    try {
+      await pollOnce();
+    } finally {
+      busy = false;
+    }
+    if (!alive) return;
+    if (again) { again = false; poll(); return; }
+    timer = setTimeout(poll, TICK_MS);
+  }
+
+  async function pollOnce() {
+    if (tick++ % CONFIG_EVERY === 0) {
+      await loadConfig();
+      fill(summaryBox, summary(cfg.pools, cfg.iscsi, cfg.nfs, cfg.datasets, cfg.volumes));
+      renderPools();
+    }
+    let hist = null;
+    try {
+      [stats, hist] = await Promise.all([get('stats'),
+        selected ? get(`stats/history?export=${encodeURIComponent(selected)}&range=${range}`) : null]);
+      statsError = null;
+    } catch (e) {
+      statsError = e.message;
+    }
+    if (!alive) return;
+    notice.hidden = !statsError;
+    fill(notice, statsError ? `Live statistics unavailable: ${statsError}` : '');
+    renderExports();
+    renderFigures();
+    const name = selected ? [...cfg.iscsi.map((x) => ['iscsi', x]), ...cfg.nfs.map((x) => ['nfs', x])]
+      .find(([t, x]) => exportKey(t, x.id) === selected) : null;
+    fill(chartTitle, name ? `IOPS — ${name[0] === 'iscsi' ? 'iSCSI' : 'NFS'} ${name[1].name}` : 'IOPS');
+    if (!statsError || !chartBox.firstChild) {
+      fill(chartBox, selected ? historyChart(hist, '') : h('p', { class: 'muted' }, 'Create an export to see its I/O here.'));
+    }
+  }
+
+  await poll();
+  return () => { alive = false; clearTimeout(timer); };
+}

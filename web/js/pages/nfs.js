@@ -1,0 +1,67 @@
+// NFS exports: a dataset exported to client networks, with read-only and squash options.
+import { h, fill } from '../dom.js';
+import { get, post, patch, del, key } from '../api.js';
+import * as v from '../validate.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, badge } from '../ui.js';
+import { exportStatus } from './iscsi.js';
+
+function createForm(datasets, refresh) {
+  const ds = select({ id: 'nfs-dataset', name: 'dataset' }, datasets.length
+    ? datasets.map((d) => ({ value: d.full_name, label: d.full_name }))
+    : [{ value: '', label: 'no datasets — create one first' }]);
+  const name = input({ id: 'nfs-name', name: 'name', placeholder: 'default pool_dataset', maxlength: 64 });
+  const path = input({ id: 'nfs-path', name: 'path', placeholder: 'default /pool/dataset' });
+  const clients = h('textarea', { id: 'nfs-clients', name: 'clients', placeholder: '192.168.1.0/24\n10.0.0.5\n(empty: any client)' });
+  const ro = h('input', { type: 'checkbox', id: 'nfs-read-only' });
+  const rootSquash = h('input', { type: 'checkbox', id: 'nfs-root-squash', checked: true });
+  const allSquash = h('input', { type: 'checkbox', id: 'nfs-all-squash' });
+  const err = errorBox('nfs-form-error');
+  const form = h('form', { class: 'grid', id: 'nfs-form', 'aria-label': 'Create NFS export', novalidate: true },
+    field('Dataset', ds), field('Export name', name, 'optional'), field('Export path', path, 'optional, absolute'),
+    h('div', { class: 'span2' }, field('Allowed clients', clients, 'addresses or CIDRs, one per line; empty allows any')),
+    h('div', {}, field('Read-only', ro), field('Root squash', rootSquash), field('Squash all users', allSquash)),
+    h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'nfs-create' }, 'Create NFS export')),
+    h('div', { class: 'full' }, err));
+  onSubmit(form, err, {
+    check: () => (!ds.value ? 'create a dataset first' : null)
+      || (name.value.trim() ? v.name(name.value.trim(), 'export name') : null)
+      || (path.value.trim() ? v.absPath(path.value.trim(), 'export path') || (path.value.trim() === '/' ? '"/" cannot be exported' : null) : null)
+      || v.list(clients.value).map(v.cidr).find(Boolean) || null,
+    run: () => {
+      const body = { dataset: ds.value, clients: v.list(clients.value), read_only: ro.checked,
+        root_squash: rootSquash.checked, all_squash: allSquash.checked };
+      if (name.value.trim()) body.name = name.value.trim();
+      if (path.value.trim()) body.path = path.value.trim();
+      return post('exports/nfs', body);
+    },
+    done: async () => { form.reset(); rootSquash.checked = true; await refresh(); },
+  });
+  return form;
+}
+
+export async function mount(root) {
+  const datasets = await get('datasets').catch(() => []);
+  const listBox = h('div', { id: 'nfs-list' });
+  const refresh = async () => {
+    try {
+      const rows = await get('exports/nfs');
+      fill(listBox, table([
+        { label: 'Name', cell: (x) => h('div', {}, h('strong', {}, x.name), h('span', { class: 'sub' }, `dataset ${x.dataset}`)) },
+        { label: 'Path', cell: (x) => h('span', { class: 'mono' }, x.path) },
+        { label: 'Clients', cell: (x) => (x.clients && x.clients.length ? h('div', {}, x.clients.map((c) => h('span', { class: 'sub mono' }, c))) : 'any') },
+        { label: 'Access', cell: (x) => h('div', { class: 'actions' }, badge(x.read_only ? 'read-only' : 'read-write', x.read_only ? 'muted' : 'ok'),
+          x.all_squash ? badge('all squash', 'warn') : x.root_squash ? badge('root squash', 'muted') : badge('no squash', 'warn')) },
+        { label: 'Status', cell: exportStatus },
+        { label: 'Actions', cell: (x) => h('div', { class: 'actions' },
+          button(x.enabled ? 'Disable' : 'Enable', { class: 'btn small', 'data-testid': `nfs-toggle-${x.name}`,
+            onclick: () => action(() => patch(`exports/nfs/${key(x.name)}`, { enabled: !x.enabled }), { ok: `${x.name} ${x.enabled ? 'disabled' : 'enabled'}`, refresh }) }),
+          button('Delete', { class: 'btn small danger', 'data-testid': `nfs-delete-${x.name}`,
+            onclick: () => action(() => del(`exports/nfs/${key(x.name)}`), { confirmText: `Delete NFS export ${x.name}? Clients lose access.`, ok: `${x.name} deleted`, refresh }) })) },
+      ], rows, { testid: 'nfs-table', rowId: (x) => `nfs-row-${x.name}`, empty: 'No NFS exports yet.' }));
+    } catch (e) {
+      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list NFS exports: ${e.message}`));
+    }
+  };
+  fill(root, h('h1', {}, 'NFS exports'), section('Exports', listBox), section('Create NFS export', createForm(datasets, refresh)));
+  await refresh();
+}

@@ -1,0 +1,111 @@
+// Pools: list with health and capacity; create from member disks (files); delete.
+import { h, fill } from '../dom.js';
+import { get, post, del, key } from '../api.js';
+import * as fmt from '../format.js';
+import * as v from '../validate.js';
+import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button } from '../ui.js';
+
+const MIN_MEMBERS = { stripe: 1, mirror: 2, raidz1: 3 };
+const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
+
+export function poolCapacity(p) {
+  return h('div', { class: 'cap' },
+    capacityBar(p.used, p.allocated, p.size, `pool ${p.name} capacity`),
+    h('span', { class: 'sub' }, `${fmt.bytes(p.used)} used · ${fmt.bytes(p.allocated)} allocated · ${fmt.bytes(p.size)} total`));
+}
+
+function memberRow(list, n) {
+  const row = h('div', { class: 'member', 'data-testid': 'member-row' });
+  const remove = button('Remove', { class: 'btn small', 'aria-label': `remove member ${n}`,
+    onclick: () => { row.remove(); renumber(list); } });
+  row.append(
+    field(`Disk ${n} path`, input({ name: 'path', placeholder: '/srv/disks/d1.img', 'data-testid': 'member-path' })),
+    field('Size', input({ name: 'size', placeholder: '1G', 'data-testid': 'member-size' })),
+    field('create file', h('input', { type: 'checkbox', name: 'create', 'data-testid': 'member-create' })),
+    remove);
+  return row;
+}
+
+function renumber(list) {
+  [...list.children].forEach((row, i) => {
+    row.querySelector('label').textContent = `Disk ${i + 1} path`;
+  });
+}
+
+function createForm(refresh) {
+  const name = input({ id: 'pool-name', name: 'name', placeholder: 'tank', required: true, maxlength: 64 });
+  const layout = select({ id: 'pool-layout', name: 'layout' }, [
+    { value: 'stripe', label: 'stripe (no redundancy)' }, { value: 'mirror', label: 'mirror' },
+    { value: 'raidz1', label: 'raidz1 (single parity)' }]);
+  const comment = input({ id: 'pool-comment', name: 'comment', placeholder: 'optional' });
+  const list = h('div', { id: 'pool-members' });
+  const addMember = () => list.append(memberRow(list, list.children.length + 1));
+  addMember();
+  layout.addEventListener('change', () => {
+    while (list.children.length < MIN_MEMBERS[layout.value]) addMember();
+  });
+  const err = errorBox('pool-form-error');
+  const form = h('form', { class: 'grid', id: 'pool-form', 'aria-label': 'Create pool', novalidate: true },
+    field('Name', name, 'letters, digits, _ . : -'),
+    field('Layout', layout, 'raidz1 needs 3+ disks, mirror 2+'),
+    h('div', { class: 'span2' }, field('Comment', comment)),
+    h('fieldset', { class: 'members full' }, h('legend', {}, 'Member disks (absolute paths to files or block devices)'),
+      list, button('Add member disk', { id: 'pool-add-member', class: 'btn small', onclick: addMember })),
+    h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'pool-create' }, 'Create pool')),
+    h('div', { class: 'full' }, err));
+
+  const members = () => [...list.children].map((row) => ({
+    path: row.querySelector('[name=path]').value.trim(),
+    size: row.querySelector('[name=size]').value.trim(),
+    create: row.querySelector('[name=create]').checked,
+  }));
+  onSubmit(form, err, {
+    check: () => {
+      const ms = members();
+      const problems = [v.name(name.value.trim(), 'pool name')];
+      if (ms.length < MIN_MEMBERS[layout.value]) problems.push(`layout ${layout.value} needs at least ${MIN_MEMBERS[layout.value]} member disks`);
+      ms.forEach((m, i) => {
+        problems.push(v.absPath(m.path, `disk ${i + 1} path`));
+        if (m.create || m.size) problems.push(v.size(m.size, `disk ${i + 1} size`, { min: MEMBER_MIN_SIZE }));
+      });
+      const paths = ms.map((m) => m.path);
+      if (new Set(paths).size !== paths.length) problems.push('each member disk may be listed once');
+      return problems.find(Boolean) || null;
+    },
+    run: () => post('pools', {
+      name: name.value.trim(), layout: layout.value, comment: comment.value,
+      members: members().map((m) => (m.size || m.create ? { path: m.path, size: m.size, create: m.create } : m.path)),
+    }),
+    done: async () => {
+      form.reset();
+      fill(list);
+      addMember();
+      await refresh();
+    },
+  });
+  return form;
+}
+
+export async function mount(root) {
+  const listBox = h('div', { id: 'pools-list' });
+  const refresh = async () => {
+    try {
+      const pools = await get('pools');
+      fill(listBox, table([
+        { label: 'Name', cell: (p) => h('div', {}, h('strong', {}, p.name), p.comment ? h('span', { class: 'sub' }, p.comment) : null) },
+        { label: 'Layout', cell: (p) => p.layout },
+        { label: 'State', cell: (p) => stateBadge(p.state) },
+        { label: 'Members', cell: (p) => h('div', {}, (p.members || []).map((m) => h('span', { class: 'sub mono' },
+          `${m.path} · ${fmt.bytes(m.size)}${m.state && m.state !== 'ONLINE' ? ` · ${m.state}` : ''}`))) },
+        { label: 'Capacity', cell: poolCapacity },
+        { label: 'Datasets / volumes', class: 'num', cell: (p) => `${p.datasets} / ${p.volumes}` },
+        { label: 'Actions', cell: (p) => button('Delete', { class: 'btn small danger', 'data-testid': `pool-delete-${p.name}`,
+          onclick: () => action(() => del(`pools/${key(p.name)}`), { confirmText: `Delete pool ${p.name}? Its member files are released.`, ok: `pool ${p.name} deleted`, refresh }) }) },
+      ], pools, { testid: 'pools-table', rowId: (p) => `pool-row-${p.name}`, empty: 'No pools yet. Create one below.' }));
+    } catch (e) {
+      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list pools: ${e.message}`));
+    }
+  };
+  fill(root, h('h1', {}, 'Pools'), section('Pools', listBox), section('Create pool', createForm(refresh)));
+  await refresh();
+}

@@ -1,0 +1,143 @@
+// Self-test: run a load pattern against an export (POST .../selftest), follow the job
+// (GET /jobs/{id}) with a progress bar, live export figures, result table and timeline.
+import { h, fill } from '../dom.js';
+import { get, post, key } from '../api.js';
+import * as fmt from '../format.js';
+import * as v from '../validate.js';
+import { lineChart } from '../chart.js';
+import { field, input, select, errorBox, onSubmit, table, section, badge, progressBar } from '../ui.js';
+
+const PATTERNS = [
+  { value: '4k-randread', label: '4K random read' },
+  { value: '512-seqread', label: '512 B sequential read' },
+  { value: '4k-randwrite', label: '4K random write (verified)' },
+  { value: 'metadata', label: 'metadata (create/stat/remove)' },
+];
+const STATUS_KIND = { running: 'warn', done: 'ok', failed: 'bad' };
+const JOB_POLL_MS = 500;
+
+function startForm(iscsi, nfs) {
+  const targets = [
+    ...iscsi.map((x) => ({ value: `iscsi/${x.name}`, label: `iSCSI ${x.name}${x.enabled ? '' : ' (disabled)'}` })),
+    ...nfs.map((x) => ({ value: `nfs/${x.name}`, label: `NFS ${x.name}${x.enabled ? '' : ' (disabled)'}` })),
+  ];
+  const exp = select({ id: 'st-export', name: 'export' }, targets.length ? targets : [{ value: '', label: 'no exports — create one first' }]);
+  const pattern = select({ id: 'st-pattern', name: 'pattern' }, PATTERNS);
+  const seconds = input({ id: 'st-seconds', name: 'seconds', type: 'number', min: 1, max: 300, value: '10' });
+  const qd = input({ id: 'st-qd', name: 'queue_depth', type: 'number', min: 1, max: 256, value: '16' });
+  const err = errorBox('selftest-form-error');
+  const form = h('form', { class: 'grid', id: 'selftest-form', 'aria-label': 'Start self-test', novalidate: true },
+    field('Export', exp), field('Pattern', pattern), field('Seconds', seconds, '1..300'), field('Queue depth', qd, '1..256'),
+    h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'st-start' }, 'Start self-test')),
+    h('div', { class: 'full' }, err));
+  onSubmit(form, err, {
+    check: () => (!exp.value ? 'create an export first' : null)
+      || v.intRange(seconds.value, 1, 300, 'seconds') || v.intRange(qd.value, 1, 256, 'queue depth'),
+    run: () => {
+      const [type, name] = exp.value.split('/');
+      return post(`exports/${type}/${key(name)}/selftest`,
+        { pattern: pattern.value, seconds: Number(seconds.value), queue_depth: Number(qd.value) });
+    },
+    done: (job) => { location.hash = `#/selftest/${job.id}`; },
+  });
+  return form;
+}
+
+function resultTable(r) {
+  const rows = [
+    ['IOPS', fmt.count(r.iops), 'iops'], ['throughput', fmt.mbps(r.mbps), 'mbps'],
+    ['latency avg', fmt.micros(r.lat_avg_us), 'lat_avg_us'], ['latency p50', fmt.micros(r.lat_p50_us), 'lat_p50_us'],
+    ['latency p99', fmt.micros(r.lat_p99_us), 'lat_p99_us'], ['operations', fmt.count(r.ops), 'ops'],
+    ['bytes', fmt.bytes(r.bytes), 'bytes'], ['errors', fmt.count(r.errors), 'errors'],
+  ];
+  return h('table', { class: 'data', 'data-testid': 'st-result' },
+    h('caption', { class: 'sr' }, 'Self-test result'),
+    h('tbody', {},
+      rows.map(([k, val, f]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', { class: 'num', 'data-field': f }, val))),
+      h('tr', {}, h('th', { scope: 'row' }, 'data integrity'),
+        h('td', { class: 'num' }, h('span', { 'data-testid': 'st-integrity', class: `badge ${r.integrity === 'ok' ? 'ok' : 'bad'}` }, r.integrity || '—')))));
+}
+
+function timelineCharts(tl) {
+  const pts = (f) => (tl || []).map((x) => [x.t, x[f] || 0]);
+  const xFormat = (t) => `${Math.round(t)} s`;
+  return h('div', { class: 'stack' },
+    h('div', { 'data-testid': 'st-timeline' },
+      lineChart({ series: [{ label: 'IOPS', color: 'var(--read)', fill: true, points: pts('iops') }], xFormat, title: 'IOPS over time', width: 640, height: 190 })),
+    h('div', { 'data-testid': 'st-timeline-mbps' },
+      lineChart({ series: [{ label: 'MB/s', color: 'var(--write)', fill: true, points: pts('mbps') }], xFormat, title: 'Throughput over time', width: 640, height: 190 })));
+}
+
+// Panel following one job until it finishes; returns a stop function.
+function followJob(box, id, onFinish) {
+  let timer = null, alive = true, lastStats = 0, live = null;
+  const tick = async () => {
+    let job;
+    try {
+      job = await get(`jobs/${encodeURIComponent(id)}`);
+    } catch (e) {
+      fill(box, h('h2', {}, `Job ${id}`), h('div', { class: 'error', role: 'alert', 'data-testid': 'st-error' }, e.message));
+      return;
+    }
+    if (job.status === 'running' && Date.now() - lastStats >= 1000) {
+      lastStats = Date.now();
+      const st = await get('stats').catch(() => null);
+      live = st ? st.exports.find((e) => `${e.type}:${e.id}` === job.export) : null;
+    }
+    if (!alive) return;
+    const kv = (k, val) => h('div', {}, h('span', { class: 'k' }, k), h('span', { class: 'v' }, val));
+    fill(box,
+      h('div', { class: 'chart-head' },
+        h('h2', {}, `Job ${job.id}: ${job.pattern} on ${job.export_name || job.export}`),
+        h('span', { class: `badge ${STATUS_KIND[job.status] || 'muted'}`, 'data-testid': 'st-status' }, job.status)),
+      h('p', { class: 'muted' }, `${job.seconds} s at queue depth ${job.queue_depth} · started ${fmt.date(job.started)}`
+        + (job.finished ? ` · finished ${fmt.date(job.finished)}` : '')),
+      progressBar(job.status === 'done' ? 1 : job.progress, 'st-progress'),
+      job.status === 'running' && live ? h('div', { class: 'kv', 'data-testid': 'st-live', style: 'margin-top:10px' },
+        kv('export IOPS', fmt.count((live.read_iops || 0) + (live.write_iops || 0) + (live.other_iops || 0))),
+        kv('read', fmt.rate(live.read_bps)), kv('write', fmt.rate(live.write_bps)),
+        kv('latency p50', fmt.micros(live.lat_p50_us)), kv('latency p99', fmt.micros(live.lat_p99_us)), kv('CPU', fmt.pct(live.cpu_pct))) : null,
+      job.error ? h('div', { class: 'error', role: 'alert', 'data-testid': 'st-error' }, job.error) : null,
+      job.result ? h('div', { class: 'row', style: 'margin-top:12px' },
+        h('div', { style: 'width:300px' }, resultTable(job.result)), h('div', { class: 'grow' }, timelineCharts(job.timeline)))
+        : (job.timeline && job.timeline.length ? h('div', { style: 'margin-top:12px' }, timelineCharts(job.timeline)) : null));
+    if (job.status === 'running') timer = setTimeout(tick, JOB_POLL_MS);
+    else onFinish();
+  };
+  fill(box, h('h2', {}, `Job ${id}`), h('p', { class: 'muted' }, 'loading…'));
+  tick();
+  return () => { alive = false; clearTimeout(timer); };
+}
+
+async function jobsTable(box) {
+  try {
+    const jobs = await get('jobs');
+    const list = Array.isArray(jobs) ? jobs : (jobs && jobs.jobs) || [];
+    fill(box, table([
+      { label: 'Job', cell: (j) => h('a', { href: `#/selftest/${j.id}`, 'data-testid': `job-link-${j.id}` }, `#${j.id}`) },
+      { label: 'Export', cell: (j) => j.export_name || j.export },
+      { label: 'Pattern', cell: (j) => `${j.pattern} · ${j.seconds}s · QD ${j.queue_depth}` },
+      { label: 'Started', cell: (j) => fmt.date(j.started) },
+      { label: 'Status', cell: (j) => badge(j.status, STATUS_KIND[j.status]) },
+      { label: 'IOPS', class: 'num', cell: (j) => (j.result ? fmt.count(j.result.iops) : '—') },
+      { label: 'Integrity', cell: (j) => (j.result ? j.result.integrity : '—') },
+    ], [...list].sort((a, b) => (b.started || 0) - (a.started || 0)).slice(0, 20),
+    { testid: 'jobs-table', rowId: (j) => `job-row-${j.id}`, empty: 'No self-tests run yet.' }));
+  } catch (e) {
+    fill(box, h('div', { class: 'error', role: 'alert' }, `cannot list jobs: ${e.message}`));
+  }
+}
+
+export async function mount(root, jobId) {
+  const [iscsi, nfs] = await Promise.all([get('exports/iscsi').catch(() => []), get('exports/nfs').catch(() => [])]);
+  const jobBox = h('section', { class: 'card', id: 'st-job', 'data-testid': 'st-job', 'aria-live': 'polite' });
+  const jobsBox = h('div', { id: 'jobs-list' });
+  fill(root, h('h1', {}, 'Self-test'),
+    section('Start a self-test', h('p', { class: 'muted' }, 'Runs a load generator inside nasd against the export and verifies the data it reads back.'),
+      startForm(iscsi, nfs)),
+    jobId ? jobBox : null,
+    section('Recent self-tests', jobsBox));
+  const stop = jobId ? followJob(jobBox, jobId, () => jobsTable(jobsBox)) : null;
+  await jobsTable(jobsBox);
+  return () => { if (stop) stop(); };
+}
