@@ -1,0 +1,91 @@
+#!/bin/bash
+# Side-by-side NFSv3 benchmark: our service (tests/tools/nfs_serve on high ports)
+# and nfs-ganesha 4.3 (VFS FSAL, ports 111/2049/20048, needs root), same workload
+# from bench/nfs_bench.c against each, then the ratios. Everything started here is
+# stopped on exit.
+#   bench/nfs_bench.sh [extra nfs_bench args, e.g. --dirs 10 --seconds 5]
+# NFS_BENCH_DIR: where both exported directories live (default /tmp, ext4 here;
+# /dev/shm gives tmpfs). NFS_BENCH_PAUSE: seconds to wait between the two servers
+# (default 35): ext4 skips inodes freed in the last ~30 s when allocating, so the
+# second server's creates would otherwise pay for the first server's removes.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+B=${B:-build}
+BENCH=$B/bench/nfs_bench
+SERVE=$B/tools/nfs_serve
+for b in "$BENCH" "$SERVE"; do [ -x "$b" ] || { echo "missing $b (make all)"; exit 1; }; done
+
+WORK=$(mktemp -d "${NFS_BENCH_DIR:-/tmp}/nfsbench.XXXXXX")
+PAUSE=${NFS_BENCH_PAUSE:-35}
+echo "exports under $(df -T "$WORK" | awk 'NR==2 {print $2}') at $WORK"
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    [ -f "$WORK/g.pid" ] && kill "$(cat "$WORK/g.pid")" 2>/dev/null
+    sleep 0.5
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+run_ours() {
+    mkdir -p "$WORK/ours"
+    read -r NP MP < <(python3 -c '
+import socket
+ss=[socket.socket() for _ in range(2)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(*[s.getsockname()[1] for s in ss])
+for s in ss: s.close()')
+    "$SERVE" --dir "$WORK/ours" --path /export --nfsport "$NP" --mountport "$MP" --log warn > "$WORK/ours.out" 2> "$WORK/ours.log" &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 100); do grep -q '^ready' "$WORK/ours.out" && break; sleep 0.05; done
+    "$BENCH" --server 127.0.0.1 --export /export --nfsport "$NP" --mountport "$MP" --label nasd "$@" | tee "$WORK/ours.res"
+    kill "$pid"; wait "$pid" 2>/dev/null
+}
+
+run_ganesha() {
+    if ! command -v ganesha.nfsd > /dev/null; then
+        echo "nfs-ganesha not installed (apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind)"; return 1
+    fi
+    if ss -ltn | grep -qE ':(2049|20048) '; then echo "ports 2049/20048 busy; skipping ganesha"; return 1; fi
+    mkdir -p "$WORK/groot"
+    if ! ss -ltn | grep -q ':111 '; then
+        rpcbind -w -f &
+        PIDS+=("$!")
+        sleep 0.5
+    fi
+    cat > "$WORK/g.conf" <<X
+NFS_CORE_PARAM { Protocols = 3; NFS_Port = 2049; MNT_Port = 20048; Bind_addr = 127.0.0.1; Enable_NLM = false; Enable_RQUOTA = false; }
+EXPORT { Export_Id = 1; Path = $WORK/groot; Pseudo = /groot; Access_Type = RW; Squash = No_Root_Squash;
+         Protocols = 3; Transports = TCP; SecType = sys; FSAL { Name = VFS; } }
+LOG { Default_Log_Level = WARN; }
+X
+    ganesha.nfsd -F -f "$WORK/g.conf" -L "$WORK/g.log" -p "$WORK/g.pid" &
+    PIDS+=("$!")
+    for _ in $(seq 100); do ss -ltn | grep -q ':20048 ' && ss -ltn | grep -q ':2049 ' && break; sleep 0.2; done
+    sleep 1
+    "$BENCH" --server 127.0.0.1 --export "$WORK/groot" --nfsport 2049 --mountport 20048 --label ganesha "$@" | tee "$WORK/g.res"
+}
+
+echo "== nasd NFS service"
+start=$(date +%s)
+run_ours "$@" || exit 1
+echo "   (took $(( $(date +%s) - start )) s)"
+echo "   (pausing ${PAUSE}s so both servers start from the same allocator state)"
+sleep "$PAUSE"
+echo "== nfs-ganesha"
+start=$(date +%s)
+run_ganesha "$@"
+echo "   (took $(( $(date +%s) - start )) s)"
+
+echo "== comparison (nasd / ganesha)"
+for m in create_ops_s remove_ops_s write_1m_qd8_mb_s randread_4k_qd32_ops_s; do
+    a=$(awk -v m="$m" '$3 ~ "^"m {print $4}' "$WORK/ours.res" 2>/dev/null)
+    b=$(awk -v m="$m" '$3 ~ "^"m {print $4}' "$WORK/g.res" 2>/dev/null)
+    if [ -n "$a" ] && [ -n "$b" ] && [ "$b" != 0 ]; then
+        printf '%-26s nasd %10s   ganesha %10s   ratio %.2fx\n' "$m" "$a" "$b" "$(echo "$a / $b" | bc -l)"
+    else
+        printf '%-26s nasd %10s   ganesha %10s\n' "$m" "${a:-n/a}" "${b:-n/a}"
+    fi
+done

@@ -1,0 +1,5 @@
+# NFS benchmark: our service vs nfs-ganesha, same libnfs workload (bench/nfs_bench.sh).
+.PHONY: bench-nfs
+BENCHES += bench-nfs
+bench-nfs: $(B)/bench/nfs_bench $(B)/tools/nfs_serve
+	B=$(B) bench/nfs_bench.sh $(NFS_BENCH_ARGS)
