@@ -44,6 +44,7 @@ struct iscsi_task {
     uint8_t cdb[16];
     struct scsi_cmd sc;
     uint8_t *dout;                     /* data-out buffer (sc.dout_need bytes) */
+    uint32_t out_len;                  /* data-out bytes to receive (EDTL when W is set) */
     uint32_t recv;                     /* next expected data-out offset */
     uint32_t seq_end;                  /* end offset of current unsolicited/R2T sequence */
     uint32_t exp_datasn, r2tsn, ttt;

@@ -58,14 +58,15 @@ static bool negotiate_key(struct iscsi_conn *c, const char *k, const char *v, st
         clamp_num(v, 1, 65535, &ok);
         text_add(o, k, "1");
     } else if (!strcmp(k, "InitialR2T")) {
-        int b = parse_bool(v);
-        if (b < 0) return false;
-        c->initial_r2t = b;                                   /* OR: we are happy with No */
+        if (parse_bool(v) < 0) return false;
+        /* OR; we answer Yes. Together with ImmediateData=No every data-out byte is
+         * solicited by R2T: a command is a single PDU until the target asks for data,
+         * which is what initiators' abort/DataSN handling (iscsi-test-cu) assumes. */
+        c->initial_r2t = true;
         text_add(o, k, "%s", yesno(c->initial_r2t));
     } else if (!strcmp(k, "ImmediateData")) {
-        int b = parse_bool(v);
-        if (b < 0) return false;
-        c->immediate_data = b;                                /* AND: we support Yes */
+        if (parse_bool(v) < 0) return false;
+        c->immediate_data = false;                            /* AND with our No */
         text_add(o, k, "%s", yesno(c->immediate_data));
     } else if (!strcmp(k, "MaxRecvDataSegmentLength")) {
         c->mrdsl_tx = clamp_num(v, 512, 16777215, &ok);

@@ -173,7 +173,7 @@ int scsi_prepare(struct scsi_cmd *c)
             if (cdb[1] & 0x10) { invalid_cdb(c, 1, 4); return 1; }      /* ANCHOR */
             if (cdb[1] & 0x06) { invalid_cdb(c, 1, 2); return 1; }      /* PBDATA/LBDATA */
             if (c->nblocks == 0) { invalid_cdb(c, op == 0x41 ? 7 : 10, -1); return 1; } /* WSNZ */
-            if (c->nblocks > SCSI_WS_MAX_BLOCKS) { invalid_cdb(c, op == 0x41 ? 7 : 10, -1); return 1; }
+            if (c->nblocks > SCSI_MAX_XFER / bs) { invalid_cdb(c, op == 0x41 ? 7 : 10, -1); return 1; }
             if (!range_ok(c)) return 1;
             c->kind = NASD_OP_WRITE;
             if (!ndob) { c->dir = DIR_OUT; c->dout_need = bs; }
@@ -243,7 +243,7 @@ static void do_read(struct scsi_cmd *c)
 {
     uint32_t bs = c->lu->bdev->block_size;
     uint64_t bytes = (uint64_t)c->nblocks * bs;
-    uint32_t n = bytes < c->din_max ? (uint32_t)bytes : c->din_max;
+    uint32_t n = bytes < c->din_max ? (uint32_t)bytes : c->din_max;  /* never past EDTL */
     c->din_full = (uint32_t)bytes;
     if (!n) return;
     c->din = malloc(n);

@@ -11,7 +11,6 @@
 #define SCSI_MAX_CAW_BLOCKS 32
 #define SCSI_MAX_UNMAP_DESC 256
 #define SCSI_MAX_WS_BLOCKS_BYTES (1ull << 30)
-#define SCSI_WS_MAX_BLOCKS 65536u
 #define NEXUS_LEN 256                 /* "initiator-name,i,0x<isid>" */
 
 enum { SAM_GOOD = 0x00, SAM_CHECK_CONDITION = 0x02, SAM_CONDITION_MET = 0x04,

@@ -140,7 +140,7 @@ void spc_inquiry(struct scsi_cmd *c)
             put_be32(d + 24, SCSI_MAX_UNMAP_DESC);
             put_be32(d + 28, bs < 4096 ? 4096 / bs : 1);     /* optimal unmap granularity */
         }
-        put_be64(d + 36, SCSI_WS_MAX_BLOCKS);                /* maximum write same length */
+        put_be64(d + 36, SCSI_MAX_XFER / bs);                /* maximum write same length */
         break;
     case 0xb1:
         n = 0x40;

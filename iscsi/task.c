@@ -124,7 +124,7 @@ static void task_respond(struct iscsi_task *t)
 
 static void send_r2t(struct iscsi_conn *c, struct iscsi_task *t)
 {
-    uint32_t len = t->sc.dout_need - t->recv;
+    uint32_t len = t->out_len - t->recv;
     if (len > c->max_burst) len = c->max_burst;
     t->ttt = c->next_ttt++;
     if (t->ttt == ISCSI_RSVD_TAG) t->ttt = c->next_ttt++;
@@ -147,8 +147,10 @@ static void send_r2t(struct iscsi_conn *c, struct iscsi_task *t)
 static void task_execute(struct iscsi_task *t)
 {
     struct iscsi_conn *c = t->conn;
-    t->sc.dout = t->dout;
-    t->sc.dout_len = t->recv;
+    if (t->sc.dir == DIR_OUT) {
+        t->sc.dout = t->dout;
+        t->sc.dout_len = t->recv < t->sc.dout_need ? t->recv : t->sc.dout_need;
+    }
     t->state = TS_EXEC;
     if (t->sc.slow) {
         cpu_pause(t);
@@ -220,27 +222,40 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     }
     if (scsi_prepare(sc)) { task_finish_early(t); return 0; }
 
-    /* direction / length consistency between iSCSI and the CDB */
-    if ((sc->dir != DIR_OUT && wflag && t->edtl) || (sc->dir == DIR_OUT && (t->flags & CMD_R))) {
+    /* Direction / length consistency between iSCSI and the CDB. Like FCP, a length
+     * mismatch is processed normally with data beyond EDTL neither transferred nor
+     * used, and reported as residual overflow/underflow. */
+    if (sc->dir == DIR_OUT && (t->flags & CMD_R)) {
         scsi_set_sense(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IU);
         task_finish_early(t);
         return 0;
     }
-    if (sc->dir == DIR_OUT && t->edtl != sc->dout_need) {
+    uint32_t want = 0;                                   /* data-out bytes to receive */
+    if (wflag) want = t->edtl;
+    if (sc->dir == DIR_OUT && want != sc->dout_need) {
+        uint8_t op = t->cdb[0];
+        if (op == 0x89 || op == 0x41 || op == 0x93) {     /* fixed-size payloads */
+            scsi_set_sense_field(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_CDB, true, op == 0x89 ? 13 : 7, -1);
+            task_finish_early(t);
+            return 0;
+        }
+        if (want < sc->dout_need) { t->res_flags = DIN_O; t->res_count = sc->dout_need - want; }
+        else { t->res_flags = DIN_U; t->res_count = want - sc->dout_need; }
+    }
+    if (want > 2 * SCSI_MAX_XFER) {
         scsi_set_sense(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IU);
-        if (t->edtl < sc->dout_need) { t->res_flags = DIN_O; t->res_count = sc->dout_need - t->edtl; }
-        else { t->res_flags = DIN_U; t->res_count = t->edtl - sc->dout_need; }
         task_finish_early(t);
         return 0;
     }
-    if (sc->dir == DIR_OUT && sc->dout_need) {
-        t->dout = malloc(sc->dout_need);
+    t->out_len = want;
+    if (want) {
+        t->dout = malloc(want);
         if (!t->dout) { scsi_set_sense(sc, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); task_finish_early(t); return 0; }
         memcpy(t->dout, data, dlen);
         t->recv = dlen;
         if (!(t->flags & BHS_F)) {
             if (c->initial_r2t) return -1;               /* unsolicited data not allowed */
-            uint32_t unsol = c->first_burst < t->edtl ? c->first_burst : t->edtl;
+            uint32_t unsol = c->first_burst < want ? c->first_burst : want;
             if (t->recv >= unsol) return -1;
             t->seq_end = unsol;
             t->exp_datasn = 0;
@@ -249,7 +264,7 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
             cpu_pause(t);
             return 0;
         }
-        if (t->recv < sc->dout_need) { send_r2t(c, t); cpu_pause(t); return 0; }
+        if (t->recv < want) { send_r2t(c, t); cpu_pause(t); return 0; }
     }
     task_execute(t);
     return 0;
@@ -260,7 +275,6 @@ int task_data_out(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     uint32_t itt = bhs_itt(bhs), ttt = get_be32(bhs + 20);
     struct iscsi_task *t = task_find(c, itt);
     if (!t) { log_debug("iscsi: Data-Out for unknown ITT 0x%x ignored", itt); return 0; }
-    if (dlen > c->mrdsl_tx && dlen > ISCSI_OUR_MRDSL) return -1;
     bool unsol = ttt == ISCSI_RSVD_TAG;
     if (unsol ? t->state != TS_WAIT_UNSOL : (t->state != TS_WAIT_R2T || ttt != t->ttt)) {
         if (t->state == TS_EXEC || t->state == TS_DONE) return 0;   /* stray data after early status */
@@ -275,7 +289,7 @@ int task_data_out(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     t->recv += dlen;
     t->exp_datasn++;
     if (!(bhs[1] & BHS_F)) { cpu_pause(t); return 0; }
-    if (t->recv < t->sc.dout_need) {
+    if (t->recv < t->out_len) {
         if (t->recv != t->seq_end && !unsol) return -1;
         send_r2t(c, t);
         cpu_pause(t);
@@ -336,7 +350,8 @@ int task_tmf(struct iscsi_conn *c, const uint8_t *bhs)
         struct iscsi_task *t = task_find(c, rtt);
         if (t && !memcmp(t->lun_field, bhs + 8, 8)) task_abort(t);
         else if (t) resp = TMF_NO_TASK;
-        else resp = sn_lt(refsn, c->exp_cmd_sn) ? TMF_COMPLETE : TMF_NO_TASK;
+        else resp = TMF_NO_TASK;                 /* already completed (or never seen) */
+        (void)refsn;
         break;
     }
     case 2: case 4:                                           /* ABORT / CLEAR TASK SET */
