@@ -33,11 +33,12 @@ function begin(name) { step = name; log(name); }
 function check(cond, msg) { if (!cond) throw new Error(msg); }
 
 // Wait until fn() (run in the test, may query the page) returns a truthy value.
-async function until(fn, what, timeoutMs = 10000, everyMs = 200) {
+// With fatal, an exception from fn ends the wait at once (a definite failure).
+async function until(fn, what, timeoutMs = 10000, everyMs = 200, fatal = false) {
   const end = Date.now() + timeoutMs;
   let last;
   while (Date.now() < end) {
-    try { last = await fn(); } catch (e) { last = undefined; }
+    try { last = await fn(); } catch (e) { if (fatal) throw new Error(`${what}: ${e.message}`); last = undefined; }
     if (last) return last;
     await new Promise((r) => setTimeout(r, everyMs));
   }
@@ -135,7 +136,10 @@ try {
   await go('dashboard');
   const row = tid(`export-row-iscsi-${TARGET}`);
   await row.waitFor();
-  await until(async () => (await row.getAttribute('data-iops')) !== null, 'live figures for the export (GET /stats)');
+  await until(async () => {
+    if (await tid('stats-unavailable').isVisible()) throw new Error(await tid('stats-unavailable').textContent());
+    return (await row.getAttribute('data-iops')) !== null;
+  }, 'live figures for the export (GET /stats)', 10000, 200, true);
   const idle = Number(await row.getAttribute('data-iops'));
   check(idle === 0, `idle export shows ${idle} IOPS before any I/O`);
 

@@ -39,7 +39,7 @@ export function lineChart({ series, xFormat = String, yFormat = shortNum, width 
   for (let i = 0; i <= 4; i++) {
     const y = PAD.t + plotH - (plotH * i) / 4;
     svg.append(s('line', { x1: PAD.l, x2: W - PAD.r, y1: y, y2: y, class: i ? 'grid' : 'axis' }));
-    svg.append(s('text', { x: PAD.l - 6, y: y + 4, class: 'tick', 'text-anchor': 'end' }, yFormat((top * i) / 4)));
+    if (pts.length) svg.append(s('text', { x: PAD.l - 6, y: y + 4, class: 'tick', 'text-anchor': 'end' }, yFormat((top * i) / 4)));
   }
   if (!pts.length) {
     svg.append(s('text', { x: PAD.l + plotW / 2, y: PAD.t + plotH / 2, class: 'chart-empty', 'text-anchor': 'middle' }, empty));

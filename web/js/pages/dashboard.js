@@ -166,9 +166,9 @@ export async function mount(root) {
     const name = selected ? [...cfg.iscsi.map((x) => ['iscsi', x]), ...cfg.nfs.map((x) => ['nfs', x])]
       .find(([t, x]) => exportKey(t, x.id) === selected) : null;
     fill(chartTitle, name ? `IOPS — ${name[0] === 'iscsi' ? 'iSCSI' : 'NFS'} ${name[1].name}` : 'IOPS');
-    if (!statsError || !chartBox.firstChild) {
-      fill(chartBox, selected ? historyChart(hist, '') : h('p', { class: 'muted' }, 'Create an export to see its I/O here.'));
-    }
+    if (!selected) fill(chartBox, h('p', { class: 'muted' }, 'Create an export to see its I/O here.'));
+    else if (!statsError) fill(chartBox, historyChart(hist, ''));
+    else if (!chartBox.firstChild) fill(chartBox, lineChart({ series: [], empty: 'statistics unavailable', height: 230 }));
   }
 
   await poll();

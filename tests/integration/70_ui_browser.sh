@@ -1,0 +1,44 @@
+#!/bin/bash
+# Web UI end to end: starts nasd (lib.sh start_nasd: temp state dir, free high ports) and runs
+# tests/browser/e2e.mjs in Debian's chromium driven by playwright-core. Installs chromium
+# (apt, as root) and the npm packages (npm ci) when they are missing.
+# E2E_KEEP=1 keeps the temp dir with the screenshots (it is always kept on failure).
+set -u
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT" || exit 1
+
+[ -x "$NASD" ] || fail "$NASD not built (run make)"
+command -v node >/dev/null || fail "node is not installed"
+if [ ! -x /usr/bin/chromium ]; then
+  [ "$(id -u)" = 0 ] || fail "/usr/bin/chromium is missing and we are not root to install it"
+  echo "installing chromium (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq chromium >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } ||
+    fail "apt-get install chromium failed"
+fi
+if [ ! -f tests/browser/node_modules/playwright-core/package.json ]; then
+  echo "installing playwright-core (npm ci)"
+  (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in tests/browser failed"
+fi
+
+TMP=$(mktemp -d /tmp/nasd-ui-XXXXXX)
+KEEP=${E2E_KEEP:-0}
+cleanup() {
+  stop_nasd
+  if [ "$KEEP" = 1 ]; then echo "kept $TMP (screenshots in $TMP/shots)"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+mkdir -p "$TMP/state" "$TMP/disks" "$TMP/shots"
+
+start_nasd "$TMP/state"
+curl -sf "http://127.0.0.1:$HTTP_PORT/" | grep -q '<main' || fail "GET / does not serve web/index.html"
+
+timeout 150 node tests/browser/e2e.mjs --url "http://127.0.0.1:$HTTP_PORT" --tmp "$TMP/disks" --shots "$TMP/shots"
+rc=$?
+if [ $rc -ne 0 ]; then
+  KEEP=1
+  echo "--- nasd log (last 40 lines)"
+  tail -n 40 "$TMP/state/nasd.log"
+fi
+exit $rc
