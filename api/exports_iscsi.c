@@ -1,5 +1,6 @@
 /* /api/v1/exports/iscsi — iSCSI targets whose LUNs are volumes. */
 #include "api/exports_common.h"
+#include "api/monitoring.h"
 #include "api/validate.h"
 #include "iscsi/iscsi.h"
 #include "nasd/log.h"
@@ -197,4 +198,5 @@ static void del(struct api_call *c, struct api_reply *r)
 
 const struct api_resource api_iscsi_exports = {
     .prefix = "exports/iscsi", .list = list, .get = get, .create = create, .patch = patch, .del = del,
+    .action = api_iscsi_export_action, /* POST .../selftest (api/selftest.c) */
 };

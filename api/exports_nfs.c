@@ -1,5 +1,6 @@
 /* /api/v1/exports/nfs — NFSv3 exports of datasets. */
 #include "api/exports_common.h"
+#include "api/monitoring.h"
 #include "api/validate.h"
 #include "nasd/log.h"
 #include "nfs/nfs.h"
@@ -150,4 +151,5 @@ static void del(struct api_call *c, struct api_reply *r)
 
 const struct api_resource api_nfs_exports = {
     .prefix = "exports/nfs", .list = list, .get = get, .create = create, .patch = patch, .del = del,
+    .action = api_nfs_export_action, /* POST .../selftest (api/selftest.c) */
 };

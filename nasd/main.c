@@ -1,8 +1,11 @@
 /* nasd: NAS appliance daemon entry point. */
 #include "api/api.h"
+#include "api/monitoring.h"
 #include "nasd/appliance.h"
 #include "nasd/config.h"
 #include "nasd/log.h"
+#include "nasd/monitor.h"
+#include "selftest/selftest.h"
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,9 +79,21 @@ int main(int argc, char **argv)
     if (cfg.demo && db_int(&app.db, 0, "SELECT count(*) FROM pools", "") == 0) {
         if (appliance_create_demo(&app, err, sizeof err)) log_err("demo pool: %s", err);
     }
+    /* monitoring and self-tests are optional: the daemon serves without them */
+    struct monitor *mon = monitor_start(&app, err, sizeof err);
+    if (!mon) log_err("monitor: %s", err);
+    struct selftest_mgr *tests = selftest_start(&app, err, sizeof err);
+    if (!tests) log_err("self-tests: %s", err);
+    api_stats_attach(mon);
+    api_selftest_attach(&(struct api_selftest_backend){ tests, selftest_submit, selftest_job_json, selftest_jobs_json });
+    api_register(&api_stats);
+    api_register(&api_jobs);
+    http_set_metrics(api_metrics_text);
     struct http_server *http = http_start(&app, err, sizeof err);
     if (!http) {
         log_err("%s", err);
+        selftest_stop(tests);
+        monitor_free(mon);
         appliance_stop(&app);
         return 1;
     }
@@ -88,6 +103,8 @@ int main(int argc, char **argv)
         log_info("SIGHUP ignored (configuration lives in the database)");
     log_info("signal %d: shutting down", sig);
     http_stop(http);
+    selftest_stop(tests);
+    monitor_free(mon);
     appliance_stop(&app);
     log_info("stopped");
     return 0;

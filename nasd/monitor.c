@@ -41,19 +41,9 @@ struct monitor {
     int64_t last_prune;
 };
 
-/* One export's counters copied out under the appliance lock. */
-struct mon_snap {
-    char type[8];
-    int64_t id;
-    char name[64];
-    int active;
-    struct mon_counters c;
-};
-
 static const char *type_name(enum export_type t) { return t == EXPORT_ISCSI ? "iscsi" : "nfs"; }
 
-/* Copies every export's counters; *n gets the count. Caller frees. */
-static struct mon_snap *snapshot(struct appliance *a, int *n)
+struct mon_snap *monitor_snapshot(struct appliance *a, int *n)
 {
     pthread_mutex_lock(&a->lock);
     int cnt = 0;
@@ -157,7 +147,7 @@ static void update_export(struct mon_export *x, const struct mon_snap *s, int64_
 void monitor_tick(struct monitor *m, int64_t wall, uint64_t mono_ns)
 {
     int n = 0;
-    struct mon_snap *snap = snapshot(m->a, &n);
+    struct mon_snap *snap = monitor_snapshot(m->a, &n);
     if (!snap) return;
     struct pending_save *save = calloc(n ? n : 1, sizeof *save);
     struct mon_export *gone = NULL;
@@ -305,7 +295,7 @@ static json_t *sample_json(const struct mon_sample *s, int with_t)
 json_t *monitor_stats_json(struct monitor *m)
 {
     int n = 0;
-    struct mon_snap *snap = snapshot(m->a, &n);
+    struct mon_snap *snap = monitor_snapshot(m->a, &n);
     json_t *arr = json_array();
     pthread_mutex_lock(&m->lock);
     for (int i = 0; snap && i < n; i++) {

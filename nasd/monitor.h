@@ -76,6 +76,17 @@ void monitor_free(struct monitor *m);
 /* Convenience for the daemon: opens its own DB connection and starts the thread. */
 struct monitor *monitor_start(struct appliance *a, char *err, size_t errlen);
 
+/* One export's counters copied out under the appliance lock. */
+struct mon_snap {
+    char type[8];           /* "iscsi" | "nfs" */
+    int64_t id;
+    char name[64];
+    int active;
+    struct mon_counters c;
+};
+/* Every export of the appliance (live counters); *n gets the count. Caller frees. */
+struct mon_snap *monitor_snapshot(struct appliance *a, int *n);
+
 /* JSON for GET /stats: latest per-second rates plus live totals. */
 json_t *monitor_stats_json(struct monitor *m);
 /* JSON for GET /stats/history; range_s 300 -> per-second ring, else minute ring.
