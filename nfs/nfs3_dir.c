@@ -125,8 +125,9 @@ int nfs3_create(struct nfs_ctx *c)
     int created = 1;
     int fd = openat(d.o->fd, op.name, base | acc | O_CREAT | O_EXCL, mode);
     if (fd < 0 && errno == EEXIST && how != GUARDED) {
+        /* existing file: no access is needed unless UNCHECKED asks to truncate */
         created = 0;
-        fd = openat(d.o->fd, op.name, base | acc);
+        fd = openat(d.o->fd, op.name, (how == UNCHECKED && sa.set_size) ? base | O_WRONLY : O_PATH | base);
     }
     if (fd < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
     struct stat fst;
@@ -168,27 +169,28 @@ int nfs3_create(struct nfs_ctx *c)
 }
 
 /* Finishes MKDIR/SYMLINK/MKNOD: fix mode lost to umask, apply other attributes,
- * fetch attributes and handle of the new name. */
+ * fetch attributes and handle of the new name. Works on an O_PATH|O_NOFOLLOW fd
+ * so a name swapped for a symlink meanwhile can never redirect us. */
 static uint32_t finish_new(struct nfs_ctx *c, struct nfs3_obj *d, const char *name, const struct nfs3_sattr *sa,
                            mode_t mode, struct nfs_fh_key *k, struct stat *st)
 {
-    if (fstatat(d->o->fd, name, st, AT_SYMLINK_NOFOLLOW) < 0) return nfs3_errno(errno);
-    if (!S_ISLNK(st->st_mode) && (st->st_mode & 07777) != mode && fchmodat(d->o->fd, name, mode, 0) < 0)
-        return nfs3_errno(errno);
+    int fd = openat(d->o->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return nfs3_errno(errno);
+    uint32_t r = NFS3_OK;
+    if (fstat(fd, st) < 0) r = nfs3_errno(errno);
     struct nfs3_sattr rest = *sa;
-    rest.set_mode = 0;
+    rest.set_mode = !S_ISLNK(st->st_mode) && (st->st_mode & 07777) != mode;
+    rest.mode = mode;
     rest.set_size = 0;
-    if (rest.set_uid || rest.set_gid || rest.atime_how || rest.mtime_how) {
-        int fd = openat(d->o->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) return nfs3_errno(errno);
-        uint32_t r = nfs3_apply_sattr(c, fd, 1, NULL, st, &rest);
-        close(fd);
-        if (r) return r;
+    if (!r && (rest.set_mode || rest.set_uid || rest.set_gid || rest.atime_how || rest.mtime_how))
+        r = nfs3_apply_sattr(c, fd, 1, NULL, st, &rest);
+    if (!r) {
+        int e = nfs_fh_from_name(fd, "", AT_EMPTY_PATH, k);
+        if (e) r = nfs3_errno(e);
     }
-    int r = nfs_fh_from_name(d->o->fd, name, 0, k);
-    if (r) return nfs3_errno(r);
-    if (fstatat(d->o->fd, name, st, AT_SYMLINK_NOFOLLOW) < 0) return nfs3_errno(errno);
-    return NFS3_OK;
+    if (!r && fstat(fd, st) < 0) r = nfs3_errno(errno);
+    close(fd);
+    return r;
 }
 
 int nfs3_mkdir(struct nfs_ctx *c)

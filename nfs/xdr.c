@@ -46,12 +46,14 @@ int rm_feed(struct rm_reasm *r, const uint8_t *data, size_t n, rm_record_cb cb, 
             r->last = !!(h & RM_LAST_FRAG);
             r->frag_left = h & ~RM_LAST_FRAG;
             if (r->frag_left > r->max_record - r->rec_len) return -EMSGSIZE;
-            int e = rm_grow(r, r->rec_len + r->frag_left);
-            if (e) return e;
             r->in_frag = 1;
         }
         size_t take = r->frag_left < n ? r->frag_left : n;
         if (take) {
+            /* grow with the data actually received, not with what the header
+             * promises, so idle half-sent records cannot pin much memory */
+            int e = rm_grow(r, r->rec_len + take);
+            if (e) return e;
             memcpy(r->rec + r->rec_len, data, take);
             r->rec_len += take;
             r->frag_left -= (uint32_t)take;

@@ -2,7 +2,7 @@
 # NFSv3 service end to end via build/tools/nfs_serve on free high ports:
 # libnfs C test program, nfs-ls/nfs-cp/nfs-cat with sha256 checks, portmapper,
 # root_squash ownership, quota, read-only export, denied client network, and a
-# file handle that survives a server restart.
+# file handle that survives a server restart, live export changes.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 B=${B:-build}
@@ -94,6 +94,11 @@ start --ro
 timeout 20 "$CT" "$URL$ARGS" ro || fail "read-only test"
 if timeout 20 nfs-cp "$TMP/src.bin" "$URL/ro.bin$ARGS" > /dev/null 2>&1; then fail "nfs-cp to a read-only export succeeded"; fi
 [ ! -s "$TMP/exp/ro.bin" ] || fail "data written through a read-only export"
+stop
+
+echo "-- live reconfiguration: read-only, denied network, back, removed (checked on every call)"
+start
+timeout 30 "$CT" "$URL$ARGS" live "$PID" || fail "live export changes"
 stop
 
 echo "-- client networks"

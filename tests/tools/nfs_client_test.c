@@ -2,11 +2,14 @@
  *   nfs_client_test URL MODE [ARG]
  * URL: nfs://127.0.0.1/export?nfsport=P&mountport=M
  * MODE: basic | ro | quota BYTES | owner UID | mount-fail | save-handle FILE |
- *       check-handle FILE | portmap PMPORT NFSPORT MOUNTPORT
+ *       check-handle FILE | portmap PMPORT NFSPORT MOUNTPORT | live SERVERPID
  * Exits 0 when every check passes; prints the failing check otherwise. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +253,16 @@ static void test_basic(void)
     CHECK(nfs_stat64(nfs, "/t_dir/f1", &st) == 0 && (st.nfs_mode & 07777) == 0600, "mode after chmod %o",
           (unsigned)st.nfs_mode);
 
+    CHECK(nfs_chown(nfs, "/t_dir/f1", 1234, 5678) == 0, "chown: %s", nfs_get_error(nfs));
+    CHECK(nfs_stat64(nfs, "/t_dir/f1", &st) == 0 && st.nfs_uid == 1234 && st.nfs_gid == 5678, "owner after chown");
+    struct timeval tv[2] = { { .tv_sec = 1000000000 }, { .tv_sec = 1234567890 } };
+    CHECK(nfs_utimes(nfs, "/t_dir/f1", tv) == 0, "utimes: %s", nfs_get_error(nfs));
+    CHECK(nfs_stat64(nfs, "/t_dir/f1", &st) == 0 && st.nfs_mtime == 1234567890 && st.nfs_atime == 1000000000,
+          "times after utimes: %llu", (unsigned long long)st.nfs_mtime);
+    CHECK(nfs_mknod(nfs, "/t_dir/fifo", S_IFIFO | 0600, 0) == 0, "mknod fifo: %s", nfs_get_error(nfs));
+    CHECK(nfs_lstat64(nfs, "/t_dir/fifo", &st) == 0 && S_ISFIFO(st.nfs_mode), "fifo type");
+    CHECK(nfs_unlink(nfs, "/t_dir/fifo") == 0, "unlink fifo");
+
     /* rename, hard link, symlink */
     CHECK(nfs_rename(nfs, "/t_dir/f1", "/t_dir/sub/f2") == 0, "rename: %s", nfs_get_error(nfs));
     CHECK(nfs_stat64(nfs, "/t_dir/f1", &st) != 0, "old name still exists after rename");
@@ -364,6 +377,31 @@ static void test_owner(int uid)
     nfs_unlink(nfs, "/owner.txt");
 }
 
+
+/* Server reconfigured live by signals (see nfs_serve): read-only, denied network,
+ * back to normal, then export removed. */
+static void test_live(pid_t server)
+{
+    struct nfsfh *fh = NULL;
+    struct nfs_stat_64 st;
+    CHECK(nfs_creat(nfs, "/live-a", 0644, &fh) == 0, "creat: %s", nfs_get_error(nfs));
+    if (fh) nfs_close(nfs, fh);
+    kill(server, SIGUSR1);                      /* -> read-only */
+    usleep(200000);
+    CHECK(nfs_creat(nfs, "/live-b", 0644, &fh) != 0, "create after switching to read-only succeeded");
+    CHECK(nfs_stat64(nfs, "/live-a", &st) == 0, "stat on the read-only export: %s", nfs_get_error(nfs));
+    kill(server, SIGUSR1);                      /* -> only 10.0.0.0/8 */
+    usleep(200000);
+    CHECK(nfs_stat64(nfs, "/live-a", &st) != 0, "stat from a now-denied network succeeded");
+    kill(server, SIGUSR1);                      /* -> normal */
+    usleep(200000);
+    CHECK(nfs_stat64(nfs, "/live-a", &st) == 0, "stat after re-allowing: %s", nfs_get_error(nfs));
+    CHECK(nfs_unlink(nfs, "/live-a") == 0, "unlink after re-allowing: %s", nfs_get_error(nfs));
+    kill(server, SIGUSR2);                      /* export removed */
+    usleep(200000);
+    CHECK(nfs_stat64(nfs, "/", &st) != 0, "stat on a removed export succeeded");
+}
+
 /* ---- raw calls with saved handles ---- */
 struct raw_wait { int done, status; uint32_t nfsstatus; char data[256]; uint32_t len; };
 
@@ -457,7 +495,7 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: nfs_client_test URL basic|ro|quota BYTES|owner UID|mount-fail|"
-                        "save-handle FILE|check-handle FILE|portmap PMPORT NFSPORT MOUNTPORT\n");
+                        "save-handle FILE|check-handle FILE|portmap PMPORT NFSPORT MOUNTPORT|live SERVERPID\n");
         return 2;
     }
     const char *mode = argv[2], *arg = argc > 3 ? argv[3] : NULL;
@@ -484,6 +522,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "ro")) test_ro();
     else if (!strcmp(mode, "quota") && arg) test_quota(strtoull(arg, NULL, 0));
     else if (!strcmp(mode, "owner") && arg) test_owner(atoi(arg));
+    else if (!strcmp(mode, "live") && arg) test_live((pid_t)atoi(arg));
     else if (!strcmp(mode, "save-handle") && arg) save_handle(arg);
     else if (!strcmp(mode, "check-handle") && arg) check_handle(arg);
     else { fprintf(stderr, "unknown mode %s\n", mode); return 2; }

@@ -3,7 +3,9 @@
  *             [--ro] [--clients CIDR,...] [--quota BYTES] [--state DIR]
  *             [--root-squash] [--all-squash] [--anonuid U] [--anongid G]
  *             [--workers N] [--bind ADDR] [--log LEVEL]
- * Prints "ready <nfsport> <mountport>" once serving; runs until SIGTERM/SIGINT. */
+ * Prints "ready <nfsport> <mountport>" once serving; runs until SIGTERM/SIGINT.
+ * Live reconfiguration for tests: SIGUSR1 cycles the export through read-only ->
+ * only 10.0.0.0/8 allowed -> as configured; SIGUSR2 removes the export. */
 #include "nasd/log.h"
 #include "nfs/nfs.h"
 #include <errno.h>
@@ -14,8 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig; stop = 1; }
+static volatile sig_atomic_t stop, cycle, removal;
+static void on_signal(int sig)
+{
+    if (sig == SIGUSR1) cycle++;
+    else if (sig == SIGUSR2) removal = 1;
+    else stop = 1;
+}
 
 static void usage(void)
 {
@@ -111,9 +118,28 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
     printf("ready %d %d\n", nfs_server_nfs_port(srv), nfs_server_mount_port(srv));
     fflush(stdout);
-    while (!stop) pause();
+    int handled = 0;
+    struct nfs_export_cfg base = ecfg;
+    while (!stop) {
+        pause();
+        while (handled != cycle) {
+            handled++;
+            struct nfs_export_cfg c = base;
+            if (handled % 3 == 1) c.read_only = 1;
+            if (handled % 3 == 2) { c.nnets = 1; nfs_parse_client_net("10.0.0.0/8", &c.nets[0]); }
+            r = nfs_server_set_export(srv, &c);
+            fprintf(stderr, "nfs_serve: export reconfigured (step %d): %s\n", handled % 3, r ? strerror(-r) : "ok");
+        }
+        if (removal) {
+            removal = 0;
+            r = nfs_server_remove_export(srv, 1);
+            fprintf(stderr, "nfs_serve: export removed: %s\n", r ? strerror(-r) : "ok");
+        }
+    }
 
     struct nasd_io_stats *st = ecfg.stats;
     fprintf(stderr, "nfs_serve: stats read=%llu write=%llu other=%llu errors=%llu bytes_r=%llu bytes_w=%llu "
