@@ -149,6 +149,11 @@ try {
   await page.selectOption('#st-pattern', opt.pattern);
   await page.fill('#st-seconds', opt.seconds);
   await page.fill('#st-qd', '16');
+  if (opt.pattern === '4k-randwrite') {
+    await page.click('#st-start'); // refused in the browser until overwriting is allowed
+    await until(async () => /overwrites/.test(await tid('selftest-form-error').textContent()), 'destructive warning');
+    await page.check('#st-destructive');
+  }
   await page.click('#st-start');
   const jobId = await until(async () => (/^#\/selftest\/(\w+)/.exec(new URL(page.url()).hash) || [])[1], 'job page', 10000);
   await tid('st-status').waitFor();
@@ -157,12 +162,17 @@ try {
   begin('dashboard shows the export\'s IOPS moving during the self-test');
   await go('dashboard');
   await tid(`select-export-iscsi-${TARGET}`).click();
+  // read+write IOPS (not just the "other" commands of the test's login) must appear
   const liveIops = await until(async () => {
-    const v = Number(await row.getAttribute('data-iops'));
+    const v = Number(await row.getAttribute('data-read-iops')) + Number(await row.getAttribute('data-write-iops'));
     return v > 0 ? v : 0;
-  }, 'non-zero IOPS in the export row', 9000, 250);
-  const chartMax = await until(async () => Number(await tid('iops-chart').locator('svg').getAttribute('data-max')) || 0,
-    'non-zero IOPS in the chart', 5000, 250);
+  }, 'non-zero read/write IOPS in the export row', 9000, 250);
+  const chartMax = await until(async () => {
+    const lines = tid('iops-chart').locator('path[data-series="read"], path[data-series="write"]');
+    let m = 0;
+    for (let i = 0; i < await lines.count(); i++) m = Math.max(m, Number(await lines.nth(i).getAttribute('data-max')));
+    return m;
+  }, 'non-zero read/write IOPS in the chart', 5000, 250);
   const figures = (await tid('fig-iops').textContent()).replace(/\s+/g, ' ');
   log(`  row IOPS ${liveIops}, chart max ${chartMax}, figures "${figures}"`);
   await page.screenshot({ path: path.join(shots, 'dashboard.png'), fullPage: true });

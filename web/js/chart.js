@@ -69,7 +69,8 @@ export function lineChart({ series, xFormat = String, yFormat = shortNum, width 
       const base = sy(0).toFixed(1);
       svg.append(s('path', { d: `${d}L${sx(se.points[se.points.length - 1][0]).toFixed(1)},${base}L${sx(se.points[0][0]).toFixed(1)},${base}Z`, fill: se.color, class: 'area' }));
     }
-    svg.append(s('path', { d, stroke: se.color, class: 'line', 'data-series': se.label }));
+    svg.append(s('path', { d, stroke: se.color, class: 'line', 'data-series': se.label,
+      'data-max': se.points.reduce((m, p) => Math.max(m, p[1]), 0) }));
   }
   return svg;
 }

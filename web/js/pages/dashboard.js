@@ -98,7 +98,11 @@ export async function mount(root) {
       const s = statsOf(r.type, r.x.id);
       tr.classList.add('clickable');
       if (selected === exportKey(r.type, r.x.id)) tr.classList.add('selected');
-      if (s) tr.dataset.iops = String((s.read_iops || 0) + (s.write_iops || 0) + (s.other_iops || 0));
+      if (s) {
+        tr.dataset.iops = String((s.read_iops || 0) + (s.write_iops || 0) + (s.other_iops || 0));
+        tr.dataset.readIops = String(s.read_iops || 0);
+        tr.dataset.writeIops = String(s.write_iops || 0);
+      }
       tr.addEventListener('click', (ev) => { if (ev.target.tagName !== 'BUTTON') tr.querySelector('button').click(); });
     }
     fill(exportsBox, t);

@@ -10,10 +10,17 @@ import { field, input, select, errorBox, onSubmit, table, section, badge, progre
 const PATTERNS = [
   { value: '4k-randread', label: '4K random read' },
   { value: '512-seqread', label: '512 B sequential read' },
-  { value: '4k-randwrite', label: '4K random write (verified)' },
-  { value: 'metadata', label: 'metadata (create/stat/remove)' },
+  { value: '4k-randwrite', label: '4K random write, verified' },
+  { value: 'metadata', label: 'metadata (NFS only)' },
 ];
 const STATUS_KIND = { running: 'warn', done: 'ok', failed: 'bad' };
+// "iscsi:1" -> "iSCSI t1", from the export lists (the job's export_name is used when present).
+let exportNames = new Map();
+const exportLabel = (job) => {
+  const type = String(job.export || '').startsWith('nfs') ? 'NFS' : 'iSCSI';
+  const name = typeof job.export_name === 'string' && job.export_name ? job.export_name : exportNames.get(job.export);
+  return `${type} ${name || job.export}`;
+};
 const JOB_POLL_MS = 500;
 
 function startForm(iscsi, nfs) {
@@ -25,18 +32,28 @@ function startForm(iscsi, nfs) {
   const pattern = select({ id: 'st-pattern', name: 'pattern' }, PATTERNS);
   const seconds = input({ id: 'st-seconds', name: 'seconds', type: 'number', min: 1, max: 300, value: '10' });
   const qd = input({ id: 'st-qd', name: 'queue_depth', type: 'number', min: 1, max: 256, value: '16' });
+  const destructive = h('input', { type: 'checkbox', id: 'st-destructive', name: 'destructive' });
   const err = errorBox('selftest-form-error');
   const form = h('form', { class: 'grid', id: 'selftest-form', 'aria-label': 'Start self-test', novalidate: true },
     field('Export', exp), field('Pattern', pattern), field('Seconds', seconds, '1..300'), field('Queue depth', qd, '1..256'),
+    h('div', { class: 'full' }, field('Allow overwriting the volume (destructive)', destructive,
+      '4k-randwrite on an iSCSI export overwrites the data on its volume; NFS tests use a temporary file')),
     h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'st-start' }, 'Start self-test')),
     h('div', { class: 'full' }, err));
   onSubmit(form, err, {
-    check: () => (!exp.value ? 'create an export first' : null)
-      || v.intRange(seconds.value, 1, 300, 'seconds') || v.intRange(qd.value, 1, 256, 'queue depth'),
+    check: () => {
+      const type = exp.value.split('/')[0];
+      return (!exp.value ? 'create an export first' : null)
+        || v.intRange(seconds.value, 1, 300, 'seconds') || v.intRange(qd.value, 1, 256, 'queue depth')
+        || (type === 'iscsi' && pattern.value === 'metadata' ? 'the metadata pattern applies to NFS exports only' : null)
+        || (type === 'iscsi' && pattern.value === '4k-randwrite' && !destructive.checked
+          ? '4k-randwrite overwrites the volume: tick "Allow overwriting the volume" to run it' : null);
+    },
     run: () => {
       const [type, name] = exp.value.split('/');
-      return post(`exports/${type}/${key(name)}/selftest`,
-        { pattern: pattern.value, seconds: Number(seconds.value), queue_depth: Number(qd.value) });
+      const body = { pattern: pattern.value, seconds: Number(seconds.value), queue_depth: Number(qd.value) };
+      if (destructive.checked) body.destructive = true;
+      return post(`exports/${type}/${key(name)}/selftest`, body);
     },
     done: (job) => { location.hash = `#/selftest/${job.id}`; },
   });
@@ -88,7 +105,7 @@ function followJob(box, id, onFinish) {
     const kv = (k, val) => h('div', {}, h('span', { class: 'k' }, k), h('span', { class: 'v' }, val));
     fill(box,
       h('div', { class: 'chart-head' },
-        h('h2', {}, `Job ${job.id}: ${job.pattern} on ${job.export_name || job.export}`),
+        h('h2', {}, `Job ${job.id}: ${job.pattern} on ${exportLabel(job)}`),
         h('span', { class: `badge ${STATUS_KIND[job.status] || 'muted'}`, 'data-testid': 'st-status' }, job.status)),
       h('p', { class: 'muted' }, `${job.seconds} s at queue depth ${job.queue_depth} · started ${fmt.date(job.started)}`
         + (job.finished ? ` · finished ${fmt.date(job.finished)}` : '')),
@@ -115,7 +132,7 @@ async function jobsTable(box) {
     const list = Array.isArray(jobs) ? jobs : (jobs && jobs.jobs) || [];
     fill(box, table([
       { label: 'Job', cell: (j) => h('a', { href: `#/selftest/${j.id}`, 'data-testid': `job-link-${j.id}` }, `#${j.id}`) },
-      { label: 'Export', cell: (j) => j.export_name || j.export },
+      { label: 'Export', cell: exportLabel },
       { label: 'Pattern', cell: (j) => `${j.pattern} · ${j.seconds}s · QD ${j.queue_depth}` },
       { label: 'Started', cell: (j) => fmt.date(j.started) },
       { label: 'Status', cell: (j) => badge(j.status, STATUS_KIND[j.status]) },
@@ -130,6 +147,7 @@ async function jobsTable(box) {
 
 export async function mount(root, jobId) {
   const [iscsi, nfs] = await Promise.all([get('exports/iscsi').catch(() => []), get('exports/nfs').catch(() => [])]);
+  exportNames = new Map([...iscsi.map((x) => [`iscsi:${x.id}`, x.name]), ...nfs.map((x) => [`nfs:${x.id}`, x.name])]);
   const jobBox = h('section', { class: 'card', id: 'st-job', 'data-testid': 'st-job', 'aria-live': 'polite' });
   const jobsBox = h('div', { id: 'jobs-list' });
   fill(root, h('h1', {}, 'Self-test'),
