@@ -98,6 +98,7 @@ struct iscsi_conn {
     uint16_t tsih;
     uint32_t login_itt;
     struct iscsi_tgt *tgt;
+    uint32_t lu_gen[ISCSI_MAX_LUNS];   /* reset generation seen per LU (unit attentions) */
     bool hdigest, ddigest;             /* active in full feature phase */
     bool neg_hdigest, neg_ddigest;
     uint32_t mrdsl_tx;                 /* initiator's MaxRecvDataSegmentLength */

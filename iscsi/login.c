@@ -126,6 +126,7 @@ static uint16_t login_identify(struct iscsi_conn *c, const struct text_list *kl,
     if (!tname || !*tname) return ST_MISSING_PARAM;
     c->tgt = server_find_target(c->nt->srv, tname);
     if (!c->tgt) return ST_NOT_FOUND;
+    for (unsigned i = 0; i < c->tgt->nlus; i++) c->lu_gen[i] = atomic_load(&c->tgt->lus[i].reset_gen);
     if (!tgt_acl_allows(c->tgt, iname)) {
         log_info("iscsi: initiator %s not allowed on %s", iname, tname);
         return ST_FORBIDDEN;

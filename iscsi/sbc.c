@@ -125,6 +125,14 @@ int scsi_prepare(struct scsi_cmd *c)
         return 1;
     }
     uint32_t bs = c->lu ? c->lu->bdev->block_size : 512;
+    if (c->lu && c->ua_gen && op != 0x12 && op != 0xa0 && op != 0x03) {
+        uint32_t gen = atomic_load(&c->lu->reset_gen);
+        if (*c->ua_gen != gen) {                             /* report a reset once per nexus */
+            *c->ua_gen = gen;
+            scsi_set_sense(c, SK_UNIT_ATTENTION, ASC_LUN_RESET_OCCURRED);
+            return 1;
+        }
+    }
     if (c->lu && pr_conflict(c)) return 1;
 
     if (decode_lba_len(cdb, &c->lba, &c->nblocks)) {

@@ -2,6 +2,7 @@
 /* SCSI command layer (SPC-4 / SBC-3) of the iSCSI target. Transport independent:
  * a command arrives as CDB + optional data-out, leaves as status + sense + data-in. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "nasd/stats.h"
@@ -26,7 +27,7 @@ enum {
     ASC_INVALID_RELEASE_PR = 0x2604, ASC_MISCOMPARE_VERIFY = 0x1d00, ASC_WRITE_PROTECTED = 0x2700,
     ASC_UNRECOVERED_READ = 0x1100, ASC_WRITE_ERROR = 0x0c00, ASC_INTERNAL_FAILURE = 0x4400,
     ASC_INVALID_FIELD_IU = 0x0e03, ASC_SAVING_NOT_SUPPORTED = 0x3900,
-    ASC_POWER_ON_RESET = 0x2900, ASC_RESERVATIONS_PREEMPTED = 0x2a03,
+    ASC_POWER_ON_RESET = 0x2900, ASC_LUN_RESET_OCCURRED = 0x2903, ASC_RESERVATIONS_PREEMPTED = 0x2a03,
     ASC_RESERVATIONS_RELEASED = 0x2a04, ASC_REGISTRATIONS_PREEMPTED = 0x2a05,
     ASC_NO_ADDITIONAL = 0x0000,
 };
@@ -53,6 +54,7 @@ struct iscsi_lu {
     uint8_t pr_type;
     char pr_holder[NEXUS_LEN];     /* unused for all-registrants types */
     bool any_rsv;                  /* fast path: no reservation of any kind (read unlocked) */
+    _Atomic uint32_t reset_gen;    /* bumped by LUN/target reset: unit attention for every nexus */
 };
 
 int iscsi_lu_init(struct iscsi_lu *lu, uint64_t lun, nasd_bdev *bdev);
@@ -72,6 +74,7 @@ struct scsi_cmd {
     const char *initiator;
     const char *target_name;       /* for VPD 0x83 */
     uint16_t tpgt;
+    uint32_t *ua_gen;              /* the nexus' last seen reset_gen of this LU (may be NULL) */
     const uint8_t *dout;
     uint32_t dout_len;
     uint32_t din_max;              /* iSCSI expected transfer length: never produce more */

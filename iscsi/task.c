@@ -207,6 +207,7 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     struct scsi_cmd *sc = &t->sc;
     sc->cdb = t->cdb;
     sc->lu = tgt_find_lu(tg, lun_decode(t->lun_field));
+    if (sc->lu) sc->ua_gen = &c->lu_gen[sc->lu - tg->lus];
     sc->all_lus = tg->lus;
     sc->nlus = tg->nlus;
     sc->nexus = c->nexus;
@@ -365,10 +366,14 @@ int task_tmf(struct iscsi_conn *c, const uint8_t *bhs)
         if (!lu) { resp = TMF_NO_LUN; break; }
         abort_lun(c, bhs + 8, false);
         iscsi_lu_release_nexus(lu, NULL);
+        atomic_fetch_add(&lu->reset_gen, 1);
         break;
     case 6: case 7:                                           /* TARGET WARM / COLD RESET */
         abort_lun(c, NULL, true);
-        for (unsigned i = 0; i < tg->nlus; i++) iscsi_lu_release_nexus(&tg->lus[i], NULL);
+        for (unsigned i = 0; i < tg->nlus; i++) {
+            iscsi_lu_release_nexus(&tg->lus[i], NULL);
+            atomic_fetch_add(&tg->lus[i].reset_gen, 1);
+        }
         close_after = fn == 7;
         break;
     case 8:                                                   /* TASK REASSIGN (ERL 0) */
