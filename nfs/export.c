@@ -126,6 +126,9 @@ static void cache_remove_locked(struct nfs_export *e, struct nfs_obj *o)
     struct nfs_obj **pp = &e->buckets[key_hash(&o->key) & (e->nbuckets - 1)];
     while (*pp && *pp != o) pp = &(*pp)->hnext;
     if (*pp) *pp = o->hnext;
+    pp = &e->ibuckets[o->ino & (e->nbuckets - 1)];
+    while (*pp && *pp != o) pp = &(*pp)->inext;
+    if (*pp) *pp = o->inext;
     lru_unlink(o);
     o->cached = 0;
     e->count--;
@@ -136,6 +139,19 @@ void nfs_obj_evict(struct nfs_export *e, struct nfs_obj *o)
 {
     pthread_mutex_lock(&e->cache_lock);
     cache_remove_locked(e, o);
+    pthread_mutex_unlock(&e->cache_lock);
+}
+
+/* A removed file's cached fds would keep its blocks allocated until LRU eviction. */
+void nfs_obj_evict_ino(struct nfs_export *e, ino_t ino)
+{
+    pthread_mutex_lock(&e->cache_lock);
+    struct nfs_obj *o = e->ibuckets[ino & (e->nbuckets - 1)];
+    while (o) {
+        struct nfs_obj *next = o->inext;
+        if (o->ino == ino) cache_remove_locked(e, o);
+        o = next;
+    }
     pthread_mutex_unlock(&e->cache_lock);
 }
 
@@ -177,8 +193,11 @@ int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nfs_fh_
     nfs_creds_root(w);
     int fd = open_handle(e, k, O_PATH);
     if (fd < 0) return fd == -ENOENT || fd == -EINVAL || fd == -ESTALE ? -ESTALE : fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0) { close(fd); return -ESTALE; }
     o = calloc(1, sizeof *o);
     if (!o) { close(fd); return -ENOMEM; }
+    o->ino = st.st_ino;
     o->key = *k;
     o->fd = fd;
     o->io_fd = o->old_io_fd = -1;
@@ -195,6 +214,8 @@ int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nfs_fh_
     }
     o->hnext = e->buckets[h & (e->nbuckets - 1)];
     e->buckets[h & (e->nbuckets - 1)] = o;
+    o->inext = e->ibuckets[o->ino & (e->nbuckets - 1)];
+    e->ibuckets[o->ino & (e->nbuckets - 1)] = o;
     o->cached = 1;
     lru_push_front(e, o);
     e->count++;
@@ -250,6 +271,7 @@ static void export_free(struct nfs_export *e)
         while (o) { struct nfs_obj *n = o->hnext; nfs_obj_put(o); o = n; }
     }
     free(e->buckets);
+    free(e->ibuckets);
     pthread_mutex_destroy(&e->cache_lock);
     for (int i = 0; i < 64; i++) pthread_mutex_destroy(&e->size_locks[i]);
     nasd_stats_put(e->stats);
@@ -315,10 +337,11 @@ int nfs_server_set_export(struct nfs_server *s, const struct nfs_export_cfg *cfg
     e->lru.lru_next = e->lru.lru_prev = &e->lru;
     e->nbuckets = 8192;
     e->buckets = calloc(e->nbuckets, sizeof *e->buckets);
+    e->ibuckets = calloc(e->nbuckets, sizeof *e->ibuckets);
     e->gen = export_generation(e->fs);
     struct stat st;
     int err = 0;
-    if (!e->buckets) err = -ENOMEM;
+    if (!e->buckets || !e->ibuckets) err = -ENOMEM;
     else if (fstat(e->fs->root_fd, &st) < 0) err = -errno;
     else {
         e->dev = st.st_dev;

@@ -24,7 +24,8 @@ struct nfs_obj {
     int old_io_fd;           /* replaced read-only fd, closed on free */
     atomic_int refs;         /* the cache holds one while the object is cached */
     int cached;
-    struct nfs_obj *hnext, *lru_prev, *lru_next;
+    ino_t ino;
+    struct nfs_obj *hnext, *inext, *lru_prev, *lru_next;
 };
 
 struct nfs_export {
@@ -39,7 +40,8 @@ struct nfs_export {
     uint8_t root_fh[NFS_FH_MAX];
     size_t root_fh_len;
     pthread_mutex_t cache_lock;
-    struct nfs_obj **buckets;
+    struct nfs_obj **buckets;   /* by handle */
+    struct nfs_obj **ibuckets;  /* by inode number, to drop fds of removed files */
     unsigned nbuckets, count;
     struct nfs_obj lru;      /* sentinel: lru.lru_next is most recent */
     pthread_mutex_t size_locks[64]; /* serialize size changes for quota accounting */
@@ -135,6 +137,7 @@ int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nfs_fh_
                 struct nfs_obj **out);
 void nfs_obj_put(struct nfs_obj *o);
 void nfs_obj_evict(struct nfs_export *e, struct nfs_obj *o);
+void nfs_obj_evict_ino(struct nfs_export *e, ino_t ino);
 int nfs_obj_io_fd(struct nfs_export *e, struct nfs_worker *w, struct nfs_obj *o, int want_write);
 size_t nfs_export_make_fh(struct nfs_server *s, const struct nfs_export *e,
                           const struct nfs_fh_key *k, uint8_t *out);

@@ -295,6 +295,7 @@ static int remove_common(struct nfs_ctx *c, int rmdir)
     if (rmdir && !S_ISDIR(vst.st_mode)) { fail_wcc(c, NFS3ERR_NOTDIR, &d); return 0; }
     if (unlinkat(d.o->fd, op.name, rmdir ? AT_REMOVEDIR : 0) < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
     if (S_ISREG(vst.st_mode)) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)vst.st_size));
+    if (vst.st_nlink <= 1 || rmdir) nfs_obj_evict_ino(c->exp, vst.st_ino);
     fail_wcc(c, NFS3_OK, &d);
     return 0;
 }
@@ -324,8 +325,10 @@ int nfs3_rename(struct nfs_ctx *c)
         else have_t = fstatat(td.o->fd, to.name, &tst, AT_SYMLINK_NOFOLLOW) == 0;
     }
     if (!st && renameat(fd_.o->fd, from.name, td.o->fd, to.name) < 0) st = nfs3_errno(errno);
-    if (!st && have_t && S_ISREG(tst.st_mode) && (tst.st_ino != sst.st_ino || tst.st_dev != sst.st_dev))
-        nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)tst.st_size));
+    if (!st && have_t && (tst.st_ino != sst.st_ino || tst.st_dev != sst.st_dev)) {
+        if (S_ISREG(tst.st_mode)) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)tst.st_size));
+        if (tst.st_nlink <= 1 || S_ISDIR(tst.st_mode)) nfs_obj_evict_ino(c->exp, tst.st_ino);
+    }
     struct stat fpost, tpost;
     int hf = fd_.o && fstat(fd_.o->fd, &fpost) == 0;
     int ht = td.o && fstat(td.o->fd, &tpost) == 0;

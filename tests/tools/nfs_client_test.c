@@ -363,6 +363,27 @@ static void test_quota(uint64_t quota)
         nfs_close(nfs, fh);
     }
     nfs_unlink(nfs, "/q.bin");
+
+    /* usage follows rename-over and truncation (FSSTAT free space = quota - used) */
+    uint64_t f0 = 0, f1 = 0, f2 = 0, f3 = 0;
+    if (nfs_statvfs64(nfs, "/", &vfs) == 0) f0 = vfs.f_bfree * vfs.f_frsize;
+    const char *names[2] = { "/r1.bin", "/r2.bin" };
+    for (int i = 0; i < 2; i++) {
+        if (nfs_creat(nfs, names[i], 0644, &fh) == 0) {
+            CHECK(nfs_pwrite(nfs, fh, 0, chunk, b) == (int)chunk, "write %s", names[i]);
+            nfs_close(nfs, fh);
+        }
+    }
+    if (nfs_statvfs64(nfs, "/", &vfs) == 0) f1 = vfs.f_bfree * vfs.f_frsize;
+    CHECK(f0 - f1 == 2 * chunk, "two %zu-byte files used %llu bytes of quota", chunk, (unsigned long long)(f0 - f1));
+    CHECK(nfs_rename(nfs, "/r1.bin", "/r2.bin") == 0, "rename over: %s", nfs_get_error(nfs));
+    if (nfs_statvfs64(nfs, "/", &vfs) == 0) f2 = vfs.f_bfree * vfs.f_frsize;
+    CHECK(f0 - f2 == chunk, "after rename-over usage is %llu, want %zu", (unsigned long long)(f0 - f2), chunk);
+    CHECK(nfs_truncate(nfs, "/r2.bin", 0) == 0, "truncate: %s", nfs_get_error(nfs));
+    if (nfs_statvfs64(nfs, "/", &vfs) == 0) f3 = vfs.f_bfree * vfs.f_frsize;
+    CHECK(f3 == f0, "after truncate usage is %llu, want 0", (unsigned long long)(f0 - f3));
+    CHECK(nfs_truncate(nfs, "/r2.bin", quota * 2) != 0, "truncate beyond the quota succeeded");
+    nfs_unlink(nfs, "/r2.bin");
     free(b);
 }
 
