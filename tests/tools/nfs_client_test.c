@@ -176,6 +176,16 @@ static void getport_cb(struct rpc_context *rpc, int status, void *data, void *pr
     if (status == RPC_STATUS_SUCCESS) r->st = *(uint32_t *)data;
 }
 
+static void dump_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    (void)rpc;
+    struct raw_res *r = priv;
+    r->done = 1;
+    r->status = status;
+    if (status != RPC_STATUS_SUCCESS) return;
+    for (struct pmap2_mapping_list *l = ((struct pmap2_dump_result *)data)->list; l; l = l->next) r->st++;
+}
+
 /* Built-in portmapper on a test port: GETPORT must name our NFS/MOUNT ports. */
 static void test_portmap(int pmport, int nfsport, int mountport)
 {
@@ -194,7 +204,112 @@ static void test_portmap(int pmport, int nfsport, int mountport)
               r.status == RPC_STATUS_SUCCESS && (int)r.st == q[i][2],
               "GETPORT %d v%d: %u, expected %d", q[i][0], q[i][1], r.st, q[i][2]);
     }
+    struct raw_res d = { 0 };
+    CHECK(rpc_pmap2_dump_async(rpc, dump_cb, &d) == 0 && rpc_wait(rpc, &d.done) == 0 && d.st >= 3,
+          "DUMP lists %u mappings", d.st);
     rpc_destroy_context(rpc);
+}
+
+
+/* ---- procedures the high-level API does not reach ---- */
+struct raw_dir { int done, status; uint32_t st; int n, found, eof; uint64_t last_cookie; };
+
+static void readdir_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    (void)rpc;
+    struct raw_dir *r = priv;
+    r->done = 1;
+    r->status = status;
+    if (status != RPC_STATUS_SUCCESS) return;
+    READDIR3res *res = data;
+    r->st = res->status;
+    if (res->status) return;
+    for (entry3 *e = res->READDIR3res_u.resok.reply.entries; e; e = e->nextentry) {
+        r->n++;
+        if (!strcmp(e->name, "t_dir")) r->found = 1;
+        r->last_cookie = e->cookie;
+    }
+    r->eof = res->READDIR3res_u.resok.reply.eof;
+}
+
+static void generic_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    (void)rpc;
+    struct raw_res *r = priv;
+    r->done = 1;
+    r->status = status;
+    if (status == RPC_STATUS_SUCCESS) r->st = *(uint32_t *)data;   /* nfsstat3 comes first */
+    if (status == RPC_STATUS_SUCCESS && r->st == NFS3_OK) r->fh.len = 1;
+}
+
+static void access_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    generic_cb(rpc, status, data, priv);
+    struct raw_res *r = priv;
+    if (status == RPC_STATUS_SUCCESS && r->st == NFS3_OK) r->fh.len = ((ACCESS3res *)data)->ACCESS3res_u.resok.access;
+}
+
+static uint32_t raw_create(const struct fhbuf *dir, const char *name, createmode3 mode, const char *verf)
+{
+    CREATE3args a;
+    memset(&a, 0, sizeof a);
+    a.where.dir.data.data_len = dir->len;
+    a.where.dir.data.data_val = (char *)dir->b;
+    a.where.name = (char *)name;
+    a.how.mode = mode;
+    if (mode == EXCLUSIVE) memcpy(a.how.createhow3_u.verf, verf, NFS3_CREATEVERFSIZE);
+    struct raw_res r = { 0 };
+    if (rpc_nfs3_create_async(nfs_get_rpc_context(nfs), generic_cb, &a, &r) || rpc_wait(nfs_get_rpc_context(nfs), &r.done))
+        return 0xffffffff;
+    return r.st;
+}
+
+static void test_raw_procs(const struct fhbuf *root)
+{
+    struct rpc_context *rpc = nfs_get_rpc_context(nfs);
+    /* READDIR (plain) in small chunks: cookies must advance to eof */
+    uint64_t cookie = 0;
+    int calls = 0, total = 0, found = 0;
+    char verf[8] = { 0 };
+    for (;;) {
+        READDIR3args a;
+        memset(&a, 0, sizeof a);
+        a.dir.data.data_len = root->len;
+        a.dir.data.data_val = (char *)root->b;
+        a.cookie = cookie;
+        memcpy(a.cookieverf, verf, 8);
+        a.count = 200;
+        struct raw_dir r = { 0 };
+        if (rpc_nfs3_readdir_async(rpc, readdir_cb, &a, &r) || rpc_wait(rpc, &r.done) || r.st) {
+            CHECK(0, "READDIR status %u", r.st);
+            break;
+        }
+        calls++;
+        total += r.n;
+        found |= r.found;
+        if (r.eof) break;
+        CHECK(r.n > 0, "READDIR returned no entries without eof");
+        if (r.n == 0 || calls > 1000) break;
+        cookie = r.last_cookie;
+    }
+    CHECK(found && calls > 1, "READDIR in %d calls, %d entries, t_dir %s", calls, total, found ? "found" : "missing");
+    /* PATHCONF, ACCESS */
+    PATHCONF3args pa = { .object = { .data = { root->len, (char *)root->b } } };
+    struct raw_res r = { 0 };
+    CHECK(rpc_nfs3_pathconf_async(rpc, generic_cb, &pa, &r) == 0 && rpc_wait(rpc, &r.done) == 0 && r.st == NFS3_OK,
+          "PATHCONF status %u", r.st);
+    ACCESS3args aa = { .object = { .data = { root->len, (char *)root->b } }, .access = 0x3f };
+    memset(&r, 0, sizeof r);
+    CHECK(rpc_nfs3_access_async(rpc, access_cb, &aa, &r) == 0 && rpc_wait(rpc, &r.done) == 0 && r.st == NFS3_OK &&
+          (r.fh.len & 0x1f) == 0x1f, "ACCESS for root on the root dir: 0x%x", r.fh.len);
+    /* CREATE modes */
+    CHECK(raw_create(root, "excl", EXCLUSIVE, "verifier") == NFS3_OK, "EXCLUSIVE create");
+    CHECK(raw_create(root, "excl", EXCLUSIVE, "verifier") == NFS3_OK, "EXCLUSIVE retransmission (same verifier)");
+    CHECK(raw_create(root, "excl", EXCLUSIVE, "another!") == NFS3ERR_EXIST, "EXCLUSIVE with another verifier");
+    CHECK(raw_create(root, "excl", GUARDED, NULL) == NFS3ERR_EXIST, "GUARDED on an existing file");
+    CHECK(raw_create(root, "excl", UNCHECKED, NULL) == NFS3_OK, "UNCHECKED on an existing file");
+    CHECK(raw_create(root, "t_dir", UNCHECKED, NULL) == NFS3ERR_EXIST, "UNCHECKED over a directory");
+    nfs_unlink(nfs, "/excl");
 }
 
 /* LOOKUP ".." at the root gives the root; names with '/' are refused. */
@@ -208,6 +323,7 @@ static void test_dotdot(void)
     CHECK(raw_lookup(&sub, "..", &h) == NFS3_OK && fh_eq(&h, &root), "LOOKUP t_dir/.. is not the root");
     CHECK(raw_lookup(&root, "../..", &h) != NFS3_OK, "LOOKUP of a name with '/' succeeded");
     CHECK(raw_lookup(&root, "nonexistent", &h) == NFS3ERR_NOENT, "LOOKUP of a missing name");
+    test_raw_procs(&root);
 }
 
 static void test_basic(void)
