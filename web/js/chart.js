@@ -14,6 +14,15 @@ function niceTop(v) {
   return 40 * p;
 }
 
+// 3..6 x positions on round steps (seconds-friendly: 1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1, 2, 3, 6 h).
+const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+function xTicks(x0, x1) {
+  const step = STEPS.find((st) => (x1 - x0) / st <= 5) || (x1 - x0) / 4;
+  const out = [];
+  for (let x = Math.ceil(x0 / step) * step; x <= x1 + 1e-9; x += step) out.push(x);
+  return out;
+}
+
 function shortNum(v) {
   if (v >= 1e9) return `${+(v / 1e9).toFixed(1)}G`;
   if (v >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
@@ -50,9 +59,11 @@ export function lineChart({ series, xFormat = String, yFormat = shortNum, width 
   if (x1 === x0) { x0 -= 1; x1 += 1; }
   const sx = (x) => PAD.l + ((x - x0) / (x1 - x0)) * plotW;
   const sy = (y) => PAD.t + plotH - (y / top) * plotH;
-  for (let i = 0; i <= 4; i++) {
-    const x = x0 + ((x1 - x0) * i) / 4;
-    svg.append(s('text', { x: sx(x), y: H - 8, class: 'tick', 'text-anchor': i === 0 ? 'start' : i === 4 ? 'end' : 'middle' }, xFormat(x)));
+  for (const x of xTicks(x0, x1)) {
+    const px = sx(x);
+    const anchor = px < PAD.l + 20 ? 'start' : px > W - PAD.r - 20 ? 'end' : 'middle';
+    svg.append(s('line', { x1: px, x2: px, y1: PAD.t + plotH, y2: PAD.t + plotH + 4, class: 'axis' }),
+      s('text', { x: px, y: H - 8, class: 'tick', 'text-anchor': anchor }, xFormat(x)));
   }
   // legend, right-aligned in the title row
   let lx = W - PAD.r;

@@ -7,6 +7,7 @@ import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBa
 
 const MIN_MEMBERS = { stripe: 1, mirror: 2, raidz1: 3 };
 const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
+const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export function poolCapacity(p) {
   return h('div', { class: 'cap' },
@@ -98,7 +99,8 @@ export async function mount(root) {
         { label: 'Members', cell: (p) => h('div', {}, (p.members || []).map((m) => h('span', { class: 'sub mono' },
           `${m.path} · ${fmt.bytes(m.size)}${m.state && m.state !== 'ONLINE' ? ` · ${m.state}` : ''}`))) },
         { label: 'Capacity', cell: poolCapacity },
-        { label: 'Datasets / volumes', class: 'num', cell: (p) => `${p.datasets} / ${p.volumes}` },
+        { label: 'Contents', cell: (p) => h('div', {}, h('span', { class: 'sub' }, plural(p.datasets, 'dataset')),
+          h('span', { class: 'sub' }, plural(p.volumes, 'volume'))) },
         { label: 'Actions', cell: (p) => button('Delete', { class: 'btn small danger', 'data-testid': `pool-delete-${p.name}`,
           onclick: () => action(() => del(`pools/${key(p.name)}`), { confirmText: `Delete pool ${p.name}? Its member files are released.`, ok: `pool ${p.name} deleted`, refresh }) }) },
       ], pools, { testid: 'pools-table', rowId: (p) => `pool-row-${p.name}`, empty: 'No pools yet. Create one below.' }));
