@@ -294,6 +294,7 @@ static int dispatch(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
     uint8_t op = bhs_opcode(bhs);
     log_debug("iscsi: rx op 0x%02x cdb %02x %02x flags 0x%02x itt 0x%x ttt/edtl 0x%x sn %u dlen %u off %u", op, bhs[32], bhs[45], bhs[1],
               bhs_itt(bhs), get_be32(bhs + 20), get_be32(bhs + 24), dlen, get_be32(bhs + 40));
+    if (bhs_ahs_len(bhs) && op != OP_SCSI_CMD) { log_debug("iscsi: AHS on opcode 0x%02x", op); return -1; }
     if (c->phase == PH_LOGIN) {
         if (op != OP_LOGIN_REQ) { log_debug("iscsi: opcode 0x%02x before login", op); return -1; }
         return login_handle(c, bhs, data, dlen);

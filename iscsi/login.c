@@ -276,6 +276,7 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
     c->login_acc_len = 0;
     if (perr) return login_fail(c, bhs, &r, ST_INITIATOR_ERROR);
 
+    for (unsigned i = 0; i < kl.n; i++) log_debug("iscsi: login key %s=%s", kl.p[i].key, kl.p[i].value);
     uint16_t st;
     if (!c->initiator[0]) {
         st = login_identify(c, &kl, &r);
@@ -315,8 +316,9 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
             c->ddigest = c->neg_ddigest;
             free(c->login_acc);
             c->login_acc = NULL;
-            log_info("iscsi: %s session from %s%s%s", c->discovery ? "discovery" : "normal",
-                     c->initiator, c->tgt ? " to " : "", c->tgt ? c->tgt->cfg.iqn : "");
+            log_info("iscsi: %s session from %s%s%s (digests %s/%s)", c->discovery ? "discovery" : "normal",
+                     c->initiator, c->tgt ? " to " : "", c->tgt ? c->tgt->cfg.iqn : "",
+                     c->hdigest ? "crc32c" : "none", c->ddigest ? "crc32c" : "none");
         }
     }
     return 0;
