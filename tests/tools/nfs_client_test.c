@@ -278,7 +278,7 @@ static void test_raw_procs(const struct fhbuf *root)
         a.dir.data.data_val = (char *)root->b;
         a.cookie = cookie;
         memcpy(a.cookieverf, verf, 8);
-        a.count = 140;          /* room for about one entry per reply */
+        a.count = 160;          /* room for about one entry per reply */
         struct raw_dir r = { 0 };
         if (rpc_nfs3_readdir_async(rpc, readdir_cb, &a, &r) || rpc_wait(rpc, &r.done) || r.st) {
             CHECK(0, "READDIR status %u", r.st);
