@@ -197,6 +197,13 @@ static int target_iscsi(struct selftest_mgr *m, const struct selftest_req *q, st
     t->lun = (int)db_int(&m->db, -1, "SELECT lun FROM iscsi_luns WHERE export_id=? ORDER BY lun LIMIT 1", "i",
                          q->export_id);
     if (t->lun < 0) { snprintf(err, errlen, "iSCSI export %s has no LUN", name); return -EINVAL; }
+    int64_t bs = db_int(&m->db, 512, "SELECT v.block_size FROM iscsi_luns l JOIN volumes v ON v.id=l.volume_id "
+                        "WHERE l.export_id=? AND l.lun=?", "ii", q->export_id, (int64_t)t->lun);
+    if (q->pattern == ST_512_SEQREAD && bs > 512) {
+        snprintf(err, errlen, "LUN %d of %s has %lld-byte blocks; 512-byte reads are not possible", t->lun, name,
+                 (long long)bs);
+        return -EINVAL;
+    }
     if (q->pattern == ST_METADATA) {
         snprintf(err, errlen, "the metadata pattern applies to NFS exports only");
         return -EINVAL;

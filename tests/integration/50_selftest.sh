@@ -63,6 +63,18 @@ run_job nfs/share 4k-randread
 run_job nfs/share 512-seqread
 run_job nfs/share 4k-randwrite
 run_job nfs/share metadata
+# CHAP + initiator ACL: the job logs in with the export's credentials as an allowed initiator
+expect 201 POST volumes '{"pool":"tank","name":"vol2","size":"16M","block_size":4096}'
+expect 201 POST exports/iscsi '{"name":"t2","volume":"tank/vol2","chap_user":"u1","chap_secret":"secret123456","initiators":["iqn.2026-12.test:host"]}'
+run_job iscsi/t2 4k-randread
+expect 400 POST exports/iscsi/t2/selftest '{"pattern":"512-seqread","seconds":1}' # 4 KiB blocks
+# all_squash to an unprivileged uid; read-only exports are refused
+expect 201 POST datasets '{"pool":"tank","name":"sq"}'
+expect 201 POST exports/nfs '{"dataset":"tank/sq","name":"sq","all_squash":true,"anonuid":4321,"anongid":4321}'
+run_job nfs/sq metadata
+expect 201 POST datasets '{"pool":"tank","name":"ro"}'
+expect 201 POST exports/nfs '{"dataset":"tank/ro","name":"ro","read_only":true}'
+expect 409 POST exports/nfs/ro/selftest '{"pattern":"4k-randread"}'
 ls -A "$DSPATH" | grep -q nasd-selftest && fail "NFS temp dir left in $DSPATH: $(ls -A "$DSPATH")"
 
 # one running job per export
@@ -76,8 +88,8 @@ for _ in $(seq 100); do [ "$(api GET jobs | jq '[.[] | select(.status == "runnin
 # monitoring saw the traffic
 sleep 1.2
 api GET stats >/dev/null
-for t in iscsi nfs; do
-  x=$(jget "$BODY" ".exports[] | select(.type == \"$t\")")
+for t in iscsi:t1 nfs:share; do
+  x=$(jget "$BODY" ".exports[] | select(.type + \":\" + .name == \"$t\")")
   [ -n "$x" ] || fail "no $t export in /stats: $BODY"
   [ "$(jget "$x" '.totals.read_ops > 0 and .totals.write_ops > 0 and .totals.read_bytes > 0 and .totals.cpu_ns > 0')" = true ] \
     || fail "$t counters did not move: $x"
@@ -102,7 +114,7 @@ grep -q '^nasd_pool_state{pool="tank",state="ONLINE"} 1$' <<<"$M" || fail "pool 
 
 # results survive a restart, newest first
 before=$(api GET jobs | jq -c '[.[] | {id, status, integrity: .result.integrity, iops: .result.iops}]')
-[ "$(jget "$before" 'length')" = 9 ] || fail "expected 9 jobs: $before"
+[ "$(jget "$before" 'length')" = 11 ] || fail "expected 11 jobs: $before"
 [ "$(jget "$before" '.[0].id > .[1].id')" = true ] || fail "not newest first: $before"
 stop_nasd
 start_nasd "$T"
