@@ -25,8 +25,15 @@ function summary(pools, iscsi, nfs, datasets, volumes) {
     card('iSCSI exports', iscsi.length, 'card-iscsi'), card('NFS exports', nfs.length, 'card-nfs'));
 }
 
+// Samples in time order, one per timestamp (the later one wins if the sampler repeated a second).
+function orderedSamples(hist) {
+  const byT = new Map();
+  for (const x of (hist && hist.samples) || []) if (Number.isFinite(x.t)) byT.set(x.t, x);
+  return [...byT.values()].sort((a, b) => a.t - b.t);
+}
+
 function historyChart(hist, title) {
-  const samples = (hist && hist.samples) || [];
+  const samples = orderedSamples(hist);
   const series = [
     { label: 'read', color: 'var(--read)', fill: true, points: samples.map((x) => [x.t, x.read_iops || 0]) },
     { label: 'write', color: 'var(--write)', points: samples.map((x) => [x.t, x.write_iops || 0]) },
