@@ -169,6 +169,8 @@ void conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance_statsn);
 /* login.c */
 /* Handles one Login Request; returns 0, or -1 to drop the connection now. */
 int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
+/* One operational key: updates c, appends the answer to o; false = invalid value. */
+bool login_negotiate_key(struct iscsi_conn *c, const char *k, const char *v, struct text_out *o);
 /* Full-feature Text Request (SendTargets). */
 int text_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
 /* chap.c */

@@ -39,7 +39,7 @@ static int parse_bool(const char *v)
 
 /* Operational keys (RFC 7143 13). Unknown keys get NotUnderstood. Returns false on
  * an unacceptable value. */
-static bool negotiate_key(struct iscsi_conn *c, const char *k, const char *v, struct text_out *o)
+bool login_negotiate_key(struct iscsi_conn *c, const char *k, const char *v, struct text_out *o)
 {
     bool ok = true;
     if (!strcmp(k, "HeaderDigest") || !strcmp(k, "DataDigest")) {
@@ -292,7 +292,7 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
         c->auth_done = true;
         if (!c->opt_sent_mrdsl) { text_add(&r.keys, "MaxRecvDataSegmentLength", "%u", ISCSI_OUR_MRDSL); c->opt_sent_mrdsl = true; }
         for (unsigned i = 0; i < kl.n; i++)
-            if (!negotiate_key(c, kl.p[i].key, kl.p[i].value, &r.keys))
+            if (!login_negotiate_key(c, kl.p[i].key, kl.p[i].value, &r.keys))
                 return login_fail(c, bhs, &r, ST_INITIATOR_ERROR);
     }
     if (r.keys.oom) return login_fail(c, bhs, &r, ST_TARGET_ERROR);
