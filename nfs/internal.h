@@ -87,10 +87,14 @@ struct nfs_conn {
     struct sockaddr_storage peer;
     char peer_str[64];
     struct rm_reasm rm;
-    pthread_mutex_t send_lock;
+    pthread_mutex_t send_lock;  /* reply output, out_* and epoll event changes */
     atomic_int dead;
     atomic_int inflight;
-    atomic_int paused;
+    atomic_int paused;          /* not reading: too many calls or replies pending */
+    uint32_t ep_events;         /* currently registered epoll events */
+    uint8_t *out;               /* reply bytes the socket did not take yet */
+    size_t out_off, out_len, out_cap;
+    _Atomic size_t out_queued;  /* out_len - out_off, readable without the lock */
     struct nfs_conn *cprev, *cnext; /* server list, network thread only */
 };
 

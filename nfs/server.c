@@ -22,7 +22,8 @@
 
 #define CONN_MAX_INFLIGHT 256
 #define CONN_RESUME_INFLIGHT 128
-#define SEND_TIMEOUT_MS 30000
+#define OUT_PAUSE_BYTES (8u << 20)    /* stop reading calls while this much output is queued */
+#define OUT_MAX_BYTES (512u << 20)     /* hard cap (bounded anyway by inflight x max reply) */
 
 enum { TAG_CONN = 0, TAG_LISTEN = 1, TAG_STOP = 2 };
 struct ep_tag { int kind; int idx; };
@@ -34,6 +35,7 @@ static void conn_put(struct nfs_conn *c)
     if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
         close(c->fd);
         rm_free(&c->rm);
+        free(c->out);
         pthread_mutex_destroy(&c->send_lock);
         free(c);
     }
@@ -45,24 +47,102 @@ static void conn_kill(struct nfs_conn *c)
     shutdown(c->fd, SHUT_RDWR); /* wakes the network thread with EPOLLHUP */
 }
 
+static size_t out_pending(const struct nfs_conn *c) { return c->out_len - c->out_off; }
+
+/* Registers the events the connection needs now; caller holds send_lock. */
+static void conn_update_events_locked(struct nfs_conn *c)
+{
+    if (atomic_load(&c->dead)) return;
+    uint32_t ev = (atomic_load(&c->paused) ? 0 : EPOLLIN | EPOLLRDHUP) | (out_pending(c) ? EPOLLOUT : 0);
+    if (ev == c->ep_events) return;
+    c->ep_events = ev;
+    struct epoll_event e = { .events = ev, .data.ptr = c };
+    epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &e);
+}
+
+static int conn_may_resume(const struct nfs_conn *c)
+{
+    return atomic_load(&c->inflight) < CONN_RESUME_INFLIGHT && out_pending(c) < OUT_PAUSE_BYTES / 2;
+}
+
+/* Resumes reading if the connection was paused and has drained; any thread. */
+static void conn_maybe_resume(struct nfs_conn *c)
+{
+    if (!atomic_load(&c->paused)) return;
+    pthread_mutex_lock(&c->send_lock);
+    if (atomic_load(&c->paused) && conn_may_resume(c)) {
+        atomic_store(&c->paused, 0);
+        conn_update_events_locked(c);
+    }
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* Writes out as much as the socket takes; caller holds send_lock. -1 on error. */
+static int send_some(struct nfs_conn *c, const uint8_t *p, size_t len, size_t *off)
+{
+    while (*off < len) {
+        ssize_t n = send(c->fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) { *off += (size_t)n; continue; }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* Never blocks: what the socket does not take is queued and flushed by the
+ * network thread on EPOLLOUT, so a client that stops reading only stalls itself. */
 void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
 {
     uint32_t mark = RM_LAST_FRAG | (uint32_t)(len - 4);
     buf[0] = mark >> 24; buf[1] = mark >> 16; buf[2] = mark >> 8; buf[3] = mark;
     pthread_mutex_lock(&c->send_lock);
     size_t off = 0;
-    while (off < len && !atomic_load(&c->dead)) {
-        ssize_t n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) { off += n; continue; }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd p = { .fd = c->fd, .events = POLLOUT };
-            if (poll(&p, 1, SEND_TIMEOUT_MS) > 0) continue;
+    if (atomic_load(&c->dead)) goto out;
+    if (!out_pending(c) && send_some(c, buf, len, &off) < 0) { conn_kill(c); goto out; }
+    if (off < len) {
+        size_t rest = len - off;
+        if (out_pending(c) + rest > OUT_MAX_BYTES) {
             log_warn("nfs: client %s not reading replies; dropping connection", c->peer_str);
+            conn_kill(c);
+            goto out;
         }
-        conn_kill(c);
-        break;
+        if (c->out_off && c->out_off == c->out_len) c->out_off = c->out_len = 0;
+        if (c->out_len + rest > c->out_cap) {
+            if (c->out_off) {               /* compact before growing */
+                memmove(c->out, c->out + c->out_off, out_pending(c));
+                c->out_len -= c->out_off;
+                c->out_off = 0;
+            }
+            size_t cap = c->out_cap ? c->out_cap : 65536;
+            while (cap < c->out_len + rest) cap *= 2;
+            uint8_t *n = realloc(c->out, cap);
+            if (!n) { conn_kill(c); goto out; }
+            c->out = n;
+            c->out_cap = cap;
+        }
+        memcpy(c->out + c->out_len, buf + off, rest);
+        c->out_len += rest;
+        atomic_store(&c->out_queued, out_pending(c));
+        conn_update_events_locked(c);
     }
+out:
+    pthread_mutex_unlock(&c->send_lock);
+}
+
+/* Network thread, on EPOLLOUT. */
+static void conn_flush(struct nfs_conn *c)
+{
+    pthread_mutex_lock(&c->send_lock);
+    if (send_some(c, c->out, c->out_len, &c->out_off) < 0) {
+        conn_kill(c);
+    } else if (!out_pending(c)) {
+        c->out_off = c->out_len = 0;
+        if (c->out_cap > (4u << 20)) { free(c->out); c->out = NULL; c->out_cap = 0; }
+    }
+    atomic_store(&c->out_queued, out_pending(c));
+    if (atomic_load(&c->paused) && conn_may_resume(c)) atomic_store(&c->paused, 0);
+    conn_update_events_locked(c);
     pthread_mutex_unlock(&c->send_lock);
 }
 
@@ -126,12 +206,8 @@ static void *worker_main(void *arg)
         if (!atomic_load(&conn->dead)) handle_request(w, r);
         free(r->rec);
         free(r);
-        int left = atomic_fetch_sub(&conn->inflight, 1) - 1;
-        if (left < CONN_RESUME_INFLIGHT && atomic_load(&conn->paused) && !atomic_load(&conn->dead) &&
-            atomic_exchange(&conn->paused, 0)) {
-            struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = conn };
-            epoll_ctl(s->epfd, EPOLL_CTL_MOD, conn->fd, &ev);
-        }
+        atomic_fetch_sub(&conn->inflight, 1);
+        conn_maybe_resume(conn);
         conn_put(conn);
     }
     free(w->rbuf);
@@ -201,14 +277,15 @@ static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf
     }
     queue_batch(s, &b);
     if (closing || atomic_load(&c->dead)) { conn_close(s, c); return; }
-    if (atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT) {
-        atomic_store(&c->paused, 1);
-        struct epoll_event ev = { .events = 0, .data.ptr = c };
-        epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
-        if (atomic_load(&c->inflight) < CONN_RESUME_INFLIGHT && atomic_exchange(&c->paused, 0)) {
-            ev.events = EPOLLIN | EPOLLRDHUP;
-            epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    if (atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT || atomic_load(&c->out_queued) >= OUT_PAUSE_BYTES) {
+        pthread_mutex_lock(&c->send_lock);
+        if (atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT || out_pending(c) >= OUT_PAUSE_BYTES) {
+            atomic_store(&c->paused, 1);
+            /* workers that finished before the store did not see the flag */
+            if (conn_may_resume(c)) atomic_store(&c->paused, 0);
+            conn_update_events_locked(c);
         }
+        pthread_mutex_unlock(&c->send_lock);
     }
 }
 
@@ -238,7 +315,8 @@ static void accept_all(struct nfs_server *s, int lfd)
         if (ss.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
         else if (ss.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
         snprintf(c->peer_str, sizeof c->peer_str, "%s", host);
-        struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+        c->ep_events = EPOLLIN | EPOLLRDHUP;
+        struct epoll_event ev = { .events = c->ep_events, .data.ptr = c };
         if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) { conn_put(c); continue; }
         c->cnext = s->conns;
         if (s->conns) s->conns->cprev = c;
@@ -260,6 +338,7 @@ static void *net_main(void *arg)
             if (t->kind == TAG_STOP) goto out;
             if (t->kind == TAG_LISTEN) { accept_all(s, s->listen_fd[t->idx]); continue; }
             struct nfs_conn *c = (struct nfs_conn *)t;
+            if (evs[i].events & EPOLLOUT) conn_flush(c);   /* never frees c */
             if (evs[i].events & EPOLLIN) conn_readable(s, c, buf, bufsz);
             else if (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) conn_close(s, c);
         }

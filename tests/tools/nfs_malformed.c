@@ -305,6 +305,30 @@ int main(int argc, char **argv)
         printf("ok  %-44s\n", "50 connections dropped mid-header");
     }
     check_alive("stream garbage");
+
+    {   /* a client that sends calls but never reads replies must only stall itself */
+        int fd = dial(nfs_port);
+        int rcv = 4096;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+        static uint8_t batch[256 * 128];
+        size_t n = 0;
+        for (uint32_t i = 0; i < 256; i++) {
+            call_hdr(&b, 5000 + i, 2, 100003, 3, 0, 1);
+            uint32_t len = 0x80000000u | (uint32_t)b.n;
+            batch[n++] = len >> 24; batch[n++] = len >> 16; batch[n++] = len >> 8; batch[n++] = len;
+            memcpy(batch + n, b.b, b.n);
+            n += b.n;
+        }
+        size_t sent = 0;
+        for (int round = 0; round < 4000; round++) {
+            ssize_t w = send(fd, batch, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w <= 0) break;
+            sent += (size_t)w;
+        }
+        check_alive("a client that does not read its replies");
+        printf("ok  %-44s %zu bytes of calls unread\n", "non-reading client does not stall others", sent);
+        close(fd);
+    }
     printf("%s (%d failures)\n", failures ? "FAILED" : "all malformed cases handled", failures);
     return failures ? 1 : 0;
 }
