@@ -59,7 +59,6 @@ struct nfs_server {
     struct nfs_server_cfg cfg;
     struct nfs_fh_secret secret;
     uint8_t write_verf[8];
-    mode_t umask;
     pthread_rwlock_t exports_lock;
     struct nfs_export **exports;
     unsigned nexports, exports_cap;

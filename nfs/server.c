@@ -409,8 +409,6 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
         uint64_t t = nasd_now_ns();
         memcpy(s->write_verf, &t, sizeof t);
     }
-    s->umask = umask(022);
-    umask(s->umask);
     const char *addr = cfg->bind_addr[0] ? cfg->bind_addr : "0.0.0.0";
     int ports[3] = { cfg->nfs_port, cfg->mount_port, cfg->portmap_port };
     for (int i = 0; i < 3; i++) {
