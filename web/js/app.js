@@ -21,6 +21,7 @@ async function route() {
   const page = pages[name] ? name : 'dashboard';
   const seq = ++routeSeq;
   if (dispose) { dispose(); dispose = null; }
+  document.getElementById('toasts').replaceChildren(); // notices belong to the page they came from
   for (const a of document.querySelectorAll('nav.side a')) {
     if (a.getAttribute('href') === `#/${page}`) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
