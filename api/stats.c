@@ -186,10 +186,16 @@ static void pool_metrics(FILE *f, struct appliance *a)
     family(f, "nasd_pool_state", "gauge", "1 for the pool's current state.");
     json_array_foreach(status, i, p) {
         const char *cur = json_string_value(json_object_get(p, "state"));
-        for (int s = 0; s < 3; s++) {
+        int known = 0;
+        for (int s = 0; s < 4; s++) {
+            const char *name = s < 3 ? states[s] : cur;
+            if (s == 3 && (known || !cur)) break; /* a state beyond the three is shown as itself */
+            known |= cur && !strcmp(cur, name);
             fputs("nasd_pool_state{pool=\"", f);
             label_value(f, json_string_value(json_object_get(p, "name")));
-            fprintf(f, "\",state=\"%s\"} %d\n", states[s], cur && !strcmp(cur, states[s]));
+            fputs("\",state=\"", f);
+            label_value(f, name);
+            fprintf(f, "\"} %d\n", cur && !strcmp(cur, name));
         }
     }
     json_decref(status);

@@ -285,6 +285,8 @@ int selftest_submit(struct selftest_mgr *m, const struct selftest_req *q, int64_
         free_job(j);
         return -EIO;
     }
+    /* keep the table bounded: the newest ST_JOBS_KEEP jobs */
+    db_exec(&m->db, NULL, "DELETE FROM selftest_jobs WHERE id<=? AND status!='running'", "i", j->id - ST_JOBS_KEEP);
     struct st_run *r = &j->run;
     r->job_id = j->id;
     r->pattern = q->pattern;

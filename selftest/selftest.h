@@ -14,6 +14,7 @@ enum st_pattern { ST_4K_RANDREAD = 0, ST_512_SEQREAD, ST_4K_RANDWRITE, ST_METADA
 #define ST_MAX_SECONDS 300
 #define ST_MAX_QD 256
 #define ST_JOBS_LIST_LIMIT 50
+#define ST_JOBS_KEEP 1000     /* older jobs are deleted when a new one starts */
 
 static const char *const st_pattern_names[ST_PATTERNS] = { "4k-randread", "512-seqread", "4k-randwrite", "metadata" };
 static inline int st_pattern_parse(const char *s) /* -1 if unknown */

@@ -109,7 +109,8 @@ for t in 'type="iscsi",export="t1"' 'type="nfs",export="share"'; do
   grep -q "^nasd_export_cpu_seconds_total{$t} " <<<"$M" || fail "/metrics cpu for $t"
 done
 grep -q '^nasd_up 1$' <<<"$M" || fail "nasd_up"
-grep -q '^nasd_pool_size_bytes{pool="tank"} 536870912$' <<<"$M" || fail "pool size gauge"
+psize=$(api GET pools/tank | jq -r .size)
+grep -q "^nasd_pool_size_bytes{pool=\"tank\"} $psize\$" <<<"$M" || fail "pool size gauge (want $psize)"
 grep -q '^nasd_pool_state{pool="tank",state="ONLINE"} 1$' <<<"$M" || fail "pool state gauge"
 
 # results survive a restart, newest first
