@@ -80,9 +80,15 @@ async function fillPoolForm(name, layout, files) {
 
 let ok = false;
 try {
-  begin('open the dashboard');
+  begin('open the dashboard; every page of the menu renders');
   await go('dashboard');
   await tid('sysinfo').locator('text=/v\\d/').waitFor();
+  const titles = { pools: 'Pools', datasets: 'Datasets', volumes: 'Volumes', iscsi: 'iSCSI exports', nfs: 'NFS exports', selftest: 'Self-test', dashboard: 'Dashboard' };
+  for (const [nav, title] of Object.entries(titles)) {
+    await tid(`nav-${nav}`).click();
+    await page.locator('main h1', { hasText: title }).waitFor();
+    check(await page.locator(`nav a[aria-current="page"][data-testid="nav-${nav}"]`).count() === 1, `menu does not mark ${nav} current`);
+  }
 
   begin(`create raidz1 pool ${POOL} from 3 new files in ${tmp}`);
   await go('pools');

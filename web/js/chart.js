@@ -32,13 +32,13 @@ function shortNum(v) {
 
 // width/height set the viewBox; the SVG scales to its container, so pick a width near the
 // rendered one to keep text at its natural size.
-export function lineChart({ series, xFormat = String, yFormat = shortNum, width = 1000, height = 220, title = '', empty = 'no data yet' }) {
+export function lineChart({ series, xFormat = String, yFormat = shortNum, width = 1000, height = 220, title = '', label = title, empty = 'no data yet' }) {
   const W = width, H = height;
   const pts = series.flatMap((se) => se.points);
   const maxY = pts.reduce((m, p) => Math.max(m, p[1]), 0);
   const svg = s('svg', {
     viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img',
-    'aria-label': `${title}: ${series.map((se) => `${se.label} latest ${se.points.length ? yFormat(se.points[se.points.length - 1][1]) : 'none'}`).join(', ')}`,
+    'aria-label': `${label || 'chart'}: ${series.map((se) => `${se.label} latest ${se.points.length ? yFormat(se.points[se.points.length - 1][1]) : 'none'}`).join(', ')}`,
     'data-max': maxY, 'data-points': pts.length,
   });
   if (title) svg.append(s('text', { x: PAD.l, y: 16, class: 'chart-title' }, title));

@@ -32,7 +32,7 @@ function orderedSamples(hist) {
   return [...byT.values()].sort((a, b) => a.t - b.t);
 }
 
-function historyChart(hist, title) {
+function historyChart(hist, title, label) {
   const samples = orderedSamples(hist);
   const series = [
     { label: 'read', color: 'var(--read)', fill: true, points: samples.map((x) => [x.t, x.read_iops || 0]) },
@@ -40,7 +40,7 @@ function historyChart(hist, title) {
     { label: 'other', color: 'var(--other)', points: samples.map((x) => [x.t, x.other_iops || 0]) },
   ];
   const xFormat = hist && hist.resolution >= 60 ? (t) => fmt.clock(t).slice(0, 5) : fmt.clock;
-  return lineChart({ series, xFormat, title, height: 230, empty: 'no samples yet' });
+  return lineChart({ series, xFormat, title, label, height: 230, empty: 'no samples yet' });
 }
 
 export async function mount(root) {
@@ -178,7 +178,7 @@ export async function mount(root) {
       .find(([t, x]) => exportKey(t, x.id) === selected) : null;
     fill(chartTitle, name ? `IOPS — ${name[0] === 'iscsi' ? 'iSCSI' : 'NFS'} ${name[1].name}` : 'IOPS');
     if (!selected) fill(chartBox, h('p', { class: 'muted' }, 'Create an export to see its I/O here.'));
-    else if (!statsError) fill(chartBox, historyChart(hist, ''));
+    else if (!statsError) fill(chartBox, historyChart(hist, '', `${chartTitle.textContent} (${rangeSel.selectedOptions[0].textContent})`));
     else if (!chartBox.firstChild) fill(chartBox, lineChart({ series: [], empty: 'statistics unavailable', height: 230 }));
   }
 

@@ -156,6 +156,17 @@ export async function mount(root, jobId) {
     jobId ? jobBox : null,
     section('Recent self-tests', jobsBox));
   const stop = jobId ? followJob(jobBox, jobId, () => jobsTable(jobsBox)) : null;
+  if (jobId) { // offer a re-run of the shown job: preselect its export and settings
+    get(`jobs/${encodeURIComponent(jobId)}`).then((job) => {
+      const [type, id] = String(job.export).split(':');
+      const x = (type === 'nfs' ? nfs : iscsi).find((e) => String(e.id) === id);
+      const set = (sel, val) => { const el = root.querySelector(sel); if (el && val !== undefined && val !== null) el.value = String(val); };
+      if (x) set('#st-export', `${type}/${x.name}`);
+      set('#st-pattern', job.pattern);
+      set('#st-seconds', job.seconds);
+      set('#st-qd', job.queue_depth);
+    }).catch(() => {});
+  }
   await jobsTable(jobsBox);
   return () => { if (stop) stop(); };
 }
