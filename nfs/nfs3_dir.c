@@ -157,7 +157,9 @@ int nfs3_create(struct nfs_ctx *c)
     struct nfs_fh_key k;
     int r = st ? 0 : nfs_fh_from_name(fd, "", AT_EMPTY_PATH, &k);
     if (!st && r) st = nfs3_errno(r);
-    if (!st) fstat(fd, &fst);
+    int changed = how == EXCLUSIVE ? created : (sa.set_uid || sa.set_gid || sa.set_size || sa.atime_how ||
+                                                   sa.mtime_how || (created && (fst.st_mode & 07777) != mode));
+    if (!st && changed) fstat(fd, &fst);
     close(fd);
     if (st) {
         if (created) unlinkat(d.o->fd, op.name, 0);
