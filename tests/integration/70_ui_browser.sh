@@ -2,7 +2,9 @@
 # Web UI end to end: starts nasd (lib.sh start_nasd: temp state dir, free high ports) and runs
 # tests/browser/e2e.mjs in Debian's chromium driven by playwright-core. Installs chromium
 # (apt, as root) and the npm packages (npm ci) when they are missing.
-# E2E_KEEP=1 keeps the temp dir with the screenshots (it is always kept on failure).
+# Screenshots (dashboard.png, selftest.png, failure.png) go to E2E_SHOTS, by default
+# ui-screenshots/ beside the nasd binary (build/ui-screenshots). E2E_KEEP=1 keeps the temp
+# dir with nasd's state and log (it is always kept on failure).
 set -u
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT" || exit 1
@@ -26,15 +28,17 @@ TMP=$(mktemp -d /tmp/nasd-ui-XXXXXX)
 KEEP=${E2E_KEEP:-0}
 cleanup() {
   stop_nasd
-  if [ "$KEEP" = 1 ]; then echo "kept $TMP (screenshots in $TMP/shots)"; else rm -rf "$TMP"; fi
+  if [ "$KEEP" = 1 ]; then echo "kept $TMP (nasd state and log)"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
-mkdir -p "$TMP/state" "$TMP/disks" "$TMP/shots"
+SHOTS=${E2E_SHOTS:-$(dirname "$NASD")/ui-screenshots}
+mkdir -p "$TMP/state" "$TMP/disks" "$SHOTS" || fail "cannot create $SHOTS"
+rm -f "$SHOTS"/*.png
 
 start_nasd "$TMP/state"
 curl -sf "http://127.0.0.1:$HTTP_PORT/" | grep -q '<main' || fail "GET / does not serve web/index.html"
 
-timeout 150 node tests/browser/e2e.mjs --url "http://127.0.0.1:$HTTP_PORT" --tmp "$TMP/disks" --shots "$TMP/shots"
+timeout 150 node tests/browser/e2e.mjs --url "http://127.0.0.1:$HTTP_PORT" --tmp "$TMP/disks" --shots "$SHOTS"
 rc=$?
 if [ $rc -ne 0 ]; then
   KEEP=1
