@@ -80,6 +80,11 @@ stop
 echo "-- root_squash: files created by root belong to anonuid"
 start --root-squash --anonuid 4242 --anongid 4242
 timeout 20 "$CT" "$URL$ARGS" owner 4242 || fail "root_squash owner"
+echo "secret" > "$TMP/exp/secret.txt"
+chmod 600 "$TMP/exp/secret.txt"
+if timeout 20 nfs-cat "$URL/secret.txt$ARGS" > /dev/null 2>&1; then fail "squashed root read a 0600 root-owned file"; fi
+[ "$(timeout 20 nfs-cat "$URL/hello.txt$ARGS")" = "hello over nfs" ] || fail "squashed root cannot read a 0644 file"
+rm -f "$TMP/exp/secret.txt"
 echo "-- restarted server accepts the old handle, rejects forged ones"
 timeout 20 "$CT" "$URL$ARGS" check-handle "$TMP/handle" || fail "handle after restart"
 stop
