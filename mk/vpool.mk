@@ -1,0 +1,6 @@
+# Pool engine benchmark: raidz1 of 4 member files vs the same files striped raw.
+# VPOOL_BENCH_ARGS e.g. "-d /var/tmp -s 1024 -t 5 -j 8 -w 2048".
+.PHONY: bench-vpool
+BENCHES += bench-vpool
+bench-vpool: $(B)/bench/vpool_bench
+	$(B)/bench/vpool_bench $(VPOOL_BENCH_ARGS)
