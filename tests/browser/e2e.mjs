@@ -181,6 +181,7 @@ try {
   }, 'non-zero read/write IOPS in the chart', 5000, 250);
   const figures = (await tid('fig-iops').textContent()).replace(/\s+/g, ' ');
   log(`  row IOPS ${liveIops}, chart max ${chartMax}, figures "${figures}"`);
+  await page.waitForTimeout(3000); // let the chart gather a few more seconds of the run for the screenshot
   await page.screenshot({ path: path.join(shots, 'dashboard.png'), fullPage: true });
 
   begin('self-test finishes with integrity ok');

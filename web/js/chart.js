@@ -82,6 +82,9 @@ export function lineChart({ series, xFormat = String, yFormat = shortNum, width 
     }
     svg.append(s('path', { d, stroke: se.color, class: 'line', 'data-series': se.label,
       'data-max': se.points.reduce((m, p) => Math.max(m, p[1]), 0) }));
+    // mark the latest value (and make a lone first sample visible at all)
+    const [lx1, ly1] = se.points[se.points.length - 1];
+    svg.append(s('circle', { cx: sx(lx1).toFixed(1), cy: sy(ly1).toFixed(1), r: 3.5, fill: se.color, class: 'dot' }));
   }
   return svg;
 }

@@ -10,9 +10,12 @@ const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export function poolCapacity(p) {
+  const has = (v) => typeof v === 'number';
+  const parts = [has(p.used) ? `${fmt.bytes(p.used)} used` : null, has(p.allocated) ? `${fmt.bytes(p.allocated)} allocated` : null,
+    `${fmt.bytes(p.size)} total`].filter(Boolean);
   return h('div', { class: 'cap' },
-    capacityBar(p.used, p.allocated, p.size, `pool ${p.name} capacity`),
-    h('span', { class: 'sub' }, `${fmt.bytes(p.used)} used · ${fmt.bytes(p.allocated)} allocated · ${fmt.bytes(p.size)} total`));
+    capacityBar(has(p.used) ? p.used : 0, has(p.allocated) ? p.allocated : 0, p.size, `pool ${p.name} capacity`),
+    h('span', { class: 'sub' }, parts.join(' · ')));
 }
 
 function memberRow(list, n) {
