@@ -66,7 +66,7 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
     if (!b) return -ENOMEM;
     struct jhdr *h = (struct jhdr *)b;
     struct vp_rec *r = (struct vp_rec *)(b + sizeof *h);
-    memcpy(r, recs, nrec * sizeof *r);
+    if (nrec) memcpy(r, recs, nrec * sizeof *r);
     uint8_t *d = b + hdr_pages * VP_SECTOR;
     for (size_t i = 0; i < nws; i++) {
         struct vp_rec *x = &r[nrec + i];

@@ -15,10 +15,13 @@ struct tdir { char dir[256]; char member[8][300]; int n; };
 static inline void tdir_make(struct tdir *t, int n)
 {
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(t->dir, sizeof t->dir, "%s/vpool-test-XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(t->dir));
+    char d[256];
+    memset(t, 0, sizeof *t);
+    snprintf(d, sizeof d, "%s/vpool-test-XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(d));
+    memcpy(t->dir, d, sizeof d);
     t->n = n;
-    for (int i = 0; i < n; i++) snprintf(t->member[i], sizeof t->member[i], "%s/m%d", t->dir, i);
+    for (int i = 0; i < n; i++) snprintf(t->member[i], sizeof t->member[i], "%s/m%d", d, i);
 }
 
 static inline void tdir_remove(struct tdir *t)
