@@ -4,10 +4,11 @@
 # from bench/nfs_bench.c against each, then the ratios. Everything started here is
 # stopped on exit.
 #   bench/nfs_bench.sh [extra nfs_bench args, e.g. --dirs 10 --seconds 5]
-# NFS_BENCH_DIR: where both exported directories live (default /tmp, ext4 here;
-# /dev/shm gives tmpfs). NFS_BENCH_PAUSE: seconds to wait between the two servers
-# (default 35): ext4 skips inodes freed in the last ~30 s when allocating, so the
-# second server's creates would otherwise pay for the first server's removes.
+# Each server exports the root of its own freshly made ext4 filesystem (a loop-mounted
+# 4 GiB sparse image under NFS_BENCH_DIR, default /tmp): ext4 create cost depends on
+# the allocator state (it skips inodes freed in the last ~30 s), which on a shared
+# machine other processes keep changing. NFS_BENCH_FS=dir exports plain directories
+# under NFS_BENCH_DIR instead (then NFS_BENCH_PAUSE, default 35 s, separates the runs).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 B=${B:-build}
@@ -16,20 +17,35 @@ SERVE=$B/tools/nfs_serve
 for b in "$BENCH" "$SERVE"; do [ -x "$b" ] || { echo "missing $b (make all)"; exit 1; }; done
 
 WORK=$(mktemp -d "${NFS_BENCH_DIR:-/tmp}/nfsbench.XXXXXX")
+FSMODE=${NFS_BENCH_FS:-loop}
 PAUSE=${NFS_BENCH_PAUSE:-35}
-echo "exports under $(df -T "$WORK" | awk 'NR==2 {print $2}') at $WORK"
+[ "$FSMODE" = loop ] && PAUSE=0
 PIDS=()
+MOUNTS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
     [ -f "$WORK/g.pid" ] && kill "$(cat "$WORK/g.pid")" 2>/dev/null
     sleep 0.5
+    for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null || umount -l "$m"; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
+# Makes $WORK/$1 the directory to export (a fresh ext4 in loop mode).
+make_export_dir() {
+    local d="$WORK/$1"
+    mkdir -p "$d"
+    if [ "$FSMODE" = loop ]; then
+        truncate -s 4G "$WORK/$1.img" && mkfs.ext4 -q -F "$WORK/$1.img" && mount -o loop "$WORK/$1.img" "$d" ||
+            { echo "cannot loop-mount an ext4 image (use NFS_BENCH_FS=dir)"; exit 1; }
+        MOUNTS+=("$d")
+    fi
+    echo "   exporting $d ($(df -T "$d" | awk 'NR==2 {print $2}'), $FSMODE)"
+}
+
 run_ours() {
-    mkdir -p "$WORK/ours"
+    make_export_dir ours
     read -r NP MP < <(python3 -c '
 import socket
 ss=[socket.socket() for _ in range(2)]
@@ -49,7 +65,7 @@ run_ganesha() {
         echo "nfs-ganesha not installed (apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind)"; return 1
     fi
     if ss -ltn | grep -qE ':(2049|20048) '; then echo "ports 2049/20048 busy; skipping ganesha"; return 1; fi
-    mkdir -p "$WORK/groot"
+    make_export_dir groot
     if ! ss -ltn | grep -q ':111 '; then
         rpcbind -w -f &
         PIDS+=("$!")
@@ -72,8 +88,10 @@ echo "== nasd NFS service"
 start=$(date +%s)
 run_ours "$@" || exit 1
 echo "   (took $(( $(date +%s) - start )) s)"
-echo "   (pausing ${PAUSE}s so both servers start from the same allocator state)"
-sleep "$PAUSE"
+if [ "$PAUSE" -gt 0 ]; then
+    echo "   (pausing ${PAUSE}s so both servers start from the same allocator state)"
+    sleep "$PAUSE"
+fi
 echo "== nfs-ganesha"
 start=$(date +%s)
 run_ganesha "$@"
