@@ -24,7 +24,7 @@
 static char dir[512] = "/tmp";
 static uint64_t member_mb = 512, workset_mb = 1024;
 static double secs = 3;
-static int nthreads = 4;
+static int nthreads = 4, pool_only;
 
 struct target {
     int fds[NM];          /* raw */
@@ -143,13 +143,14 @@ static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-
 int main(int argc, char **argv)
 {
     int c;
-    while ((c = getopt(argc, argv, "d:s:t:j:w:")) != -1) {
+    while ((c = getopt(argc, argv, "d:s:t:j:w:P")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
         case 't': secs = atof(optarg); break;
         case 'j': nthreads = atoi(optarg); break;
         case 'w': workset_mb = strtoull(optarg, NULL, 0); break;
+        case 'P': pool_only = 1; break;   /* skip the raw run (profiling) */
         default:
             fprintf(stderr, "usage: vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]\n");
             return 64;
@@ -172,7 +173,8 @@ int main(int argc, char **argv)
         tg.fds[i] = open(paths[i], O_RDWR | O_CREAT, 0600);
         if (tg.fds[i] < 0 || ftruncate(tg.fds[i], (off_t)msize)) { perror(paths[i]); return 1; }
     }
-    run_all(&raw);
+    if (pool_only) memset(&raw, 0, sizeof raw);
+    else run_all(&raw);
     for (int i = 0; i < NM; i++) { close(tg.fds[i]); unlink(paths[i]); }
 
     /* raidz1 pool over the same files */

@@ -1,44 +1,44 @@
-/* First storage backend: a pool records its member disks and keeps its volumes
- * (sparse files) and datasets (directories) under <state>/pools/<name>/. The pool
- * engine (vpool) replaces the data layout; this file keeps the manager's interface. */
+/* Storage manager: each pool is a vpool over its member disks; volumes live in the
+ * pool; datasets are directories under <state>/pools/<name>/datasets/. */
 #define _GNU_SOURCE
 #include "storage/storage.h"
 #include "nasd/log.h"
+#include "storage/vpool.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/fs.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_MEMBERS 16
+#define MIN_MEMBER (64ull << 20)
 
 struct pool {
     char name[64];
-    char layout[16];
+    struct vpool *vp;          /* NULL when the pool could not be imported */
+    char import_error[256];
     int nmembers;
-    struct storage_member members[MAX_MEMBERS];
-    uint64_t capacity;
+    char members[VPOOL_MAX_MEMBERS][1024];
     struct pool *next;
 };
 
 struct storage {
     char state_dir[PATH_MAX];
-    pthread_mutex_t lock;
+    uint64_t cache_bytes;
+    pthread_mutex_t lock;      /* the pool list; vpool calls are thread-safe themselves */
     struct pool *pools;
 };
 
-struct storage *storage_new(const char *state_dir)
+struct storage *storage_new(const char *state_dir, uint64_t cache_bytes)
 {
     struct storage *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     snprintf(st->state_dir, sizeof st->state_dir, "%s", state_dir);
+    st->cache_bytes = cache_bytes;
     pthread_mutex_init(&st->lock, NULL);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/pools", state_dir);
@@ -53,6 +53,7 @@ void storage_free(struct storage *st)
     while (st->pools) {
         struct pool *p = st->pools;
         st->pools = p->next;
+        if (p->vp) vpool_close(p->vp); /* flushes buffered writes */
         free(p);
     }
     pthread_mutex_destroy(&st->lock);
@@ -61,9 +62,20 @@ void storage_free(struct storage *st)
 
 static struct pool *find_pool(struct storage *st, const char *name)
 {
-    for (struct pool *p = st->pools; p; p = p->next)
-        if (!strcmp(p->name, name)) return p;
-    return NULL;
+    pthread_mutex_lock(&st->lock);
+    struct pool *p = st->pools;
+    while (p && strcmp(p->name, name)) p = p->next;
+    pthread_mutex_unlock(&st->lock);
+    return p;
+}
+
+/* The pool's engine, or NULL with a message (unknown or not imported). */
+static struct vpool *engine(struct storage *st, const char *name, char *err, size_t errlen)
+{
+    struct pool *p = find_pool(st, name);
+    if (!p) { snprintf(err, errlen, "pool %s not found", name); return NULL; }
+    if (!p->vp) snprintf(err, errlen, "pool %s is not available: %s", name, p->import_error);
+    return p->vp;
 }
 
 static void pool_dir(struct storage *st, const char *pool, const char *sub, const char *name,
@@ -73,65 +85,16 @@ static void pool_dir(struct storage *st, const char *pool, const char *sub, cons
              name ? "/" : "", name ? name : "");
 }
 
-/* Size of a member that exists: file size or block device size; 0 if missing. */
-static uint64_t member_size(const char *path)
+static struct pool *add_pool(struct storage *st, const char *name, struct vpool *vp, const char *const *paths, int n)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    struct stat s;
-    uint64_t sz = 0;
-    if (fstat(fd, &s) == 0) {
-        if (S_ISBLK(s.st_mode)) ioctl(fd, BLKGETSIZE64, &sz);
-        else if (S_ISREG(s.st_mode)) sz = s.st_size;
-    }
-    close(fd);
-    return sz;
-}
-
-static int layout_capacity(const char *layout, const struct storage_member *m, int n, uint64_t *cap,
-                           char *err, size_t errlen)
-{
-    uint64_t sum = 0, min = UINT64_MAX;
-    for (int i = 0; i < n; i++) {
-        sum += m[i].size;
-        if (m[i].size < min) min = m[i].size;
-    }
-    if (!strcmp(layout, "stripe")) {
-        if (n < 1) goto few;
-        *cap = sum;
-    } else if (!strcmp(layout, "mirror")) {
-        if (n < 2) goto few;
-        *cap = min;
-    } else if (!strcmp(layout, "raidz1")) {
-        if (n < 3) goto few;
-        *cap = min * (uint64_t)(n - 1);
-    } else {
-        snprintf(err, errlen, "layout must be stripe, mirror or raidz1");
-        return -EINVAL;
-    }
-    return 0;
-few:
-    snprintf(err, errlen, "layout %s needs at least %d member disks", layout,
-             !strcmp(layout, "stripe") ? 1 : !strcmp(layout, "mirror") ? 2 : 3);
-    return -EINVAL;
-}
-
-static int add_pool(struct storage *st, const char *name, const char *layout,
-                    const struct storage_member *m, int n, char *err, size_t errlen)
-{
-    if (n > MAX_MEMBERS) { snprintf(err, errlen, "at most %d member disks", MAX_MEMBERS); return -EINVAL; }
     struct pool *p = calloc(1, sizeof *p);
-    if (!p) return -ENOMEM;
+    if (!p) return NULL;
     snprintf(p->name, sizeof p->name, "%s", name);
-    snprintf(p->layout, sizeof p->layout, "%s", layout);
-    memcpy(p->members, m, n * sizeof *m);
+    p->vp = vp;
     p->nmembers = n;
-    int rc = layout_capacity(layout, m, n, &p->capacity, err, errlen);
-    if (rc) { free(p); return rc; }
+    for (int i = 0; i < n && i < VPOOL_MAX_MEMBERS; i++) snprintf(p->members[i], sizeof p->members[i], "%s", paths[i]);
     char d[PATH_MAX];
     pool_dir(st, name, NULL, NULL, d, sizeof d);
-    mkdir(d, 0755);
-    pool_dir(st, name, "volumes", NULL, d, sizeof d);
     mkdir(d, 0755);
     pool_dir(st, name, "datasets", NULL, d, sizeof d);
     mkdir(d, 0755);
@@ -139,53 +102,84 @@ static int add_pool(struct storage *st, const char *name, const char *layout,
     p->next = st->pools;
     st->pools = p;
     pthread_mutex_unlock(&st->lock);
+    return p;
+}
+
+static int parse_layout(const char *layout, enum vpool_layout *l)
+{
+    if (!strcmp(layout, "stripe")) *l = VPOOL_STRIPE;
+    else if (!strcmp(layout, "mirror")) *l = VPOOL_MIRROR;
+    else if (!strcmp(layout, "raidz1")) *l = VPOOL_RAIDZ1;
+    else return -EINVAL;
     return 0;
 }
 
 int storage_pool_create(struct storage *st, const char *name, const char *layout,
-                        const struct storage_member *min, int n, char *err, size_t errlen)
+                        const struct storage_member *m, int n, char *err, size_t errlen)
 {
+    enum vpool_layout l;
     if (find_pool(st, name)) { snprintf(err, errlen, "pool %s exists", name); return -EEXIST; }
-    if (n < 1 || n > MAX_MEMBERS) { snprintf(err, errlen, "a pool needs 1..%d member disks", MAX_MEMBERS); return -EINVAL; }
-    struct storage_member m[MAX_MEMBERS];
-    memcpy(m, min, n * sizeof *m);
-    uint64_t cap;
-    int rc = layout_capacity(layout, m, n, &cap, err, errlen); /* layout/count check before touching disks */
-    if (rc) return rc;
+    if (parse_layout(layout, &l)) { snprintf(err, errlen, "layout must be stripe, mirror or raidz1"); return -EINVAL; }
+    int need = l == VPOOL_STRIPE ? 1 : l == VPOOL_MIRROR ? 2 : 3;
+    if (n < need || n > VPOOL_MAX_MEMBERS) {
+        snprintf(err, errlen, "layout %s needs %d..%d member disks", layout, need, VPOOL_MAX_MEMBERS);
+        return -EINVAL;
+    }
+    struct vpool_member_spec spec[VPOOL_MAX_MEMBERS];
+    const char *paths[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < i; j++)
             if (!strcmp(m[i].path, m[j].path)) { snprintf(err, errlen, "member %s listed twice", m[i].path); return -EINVAL; }
         struct stat s;
         int exists = stat(m[i].path, &s) == 0;
-        if (m[i].create) {
-            if (exists) { snprintf(err, errlen, "member %s already exists (omit \"create\" to use it)", m[i].path); return -EEXIST; }
-            if (m[i].size < (64u << 20)) { snprintf(err, errlen, "member %s: size must be at least 64M", m[i].path); return -EINVAL; }
-        } else {
-            if (!exists) { snprintf(err, errlen, "member %s does not exist (set \"create\": true and a size)", m[i].path); return -ENOENT; }
-            if (!S_ISREG(s.st_mode) && !S_ISBLK(s.st_mode)) { snprintf(err, errlen, "member %s is not a file or block device", m[i].path); return -EINVAL; }
-            m[i].size = member_size(m[i].path);
-            if (m[i].size < (64u << 20)) { snprintf(err, errlen, "member %s is smaller than 64M", m[i].path); return -EINVAL; }
-        }
+        if (m[i].create && exists) { snprintf(err, errlen, "member %s already exists (omit \"create\" to use it)", m[i].path); return -EEXIST; }
+        if (m[i].create && m[i].size < MIN_MEMBER) { snprintf(err, errlen, "member %s: size must be at least 64M", m[i].path); return -EINVAL; }
+        if (!m[i].create && !exists) { snprintf(err, errlen, "member %s does not exist (set \"create\": true and a size)", m[i].path); return -ENOENT; }
+        if (!m[i].create && !S_ISREG(s.st_mode) && !S_ISBLK(s.st_mode)) { snprintf(err, errlen, "member %s is not a file or block device", m[i].path); return -EINVAL; }
+        if (!m[i].create && S_ISREG(s.st_mode) && (uint64_t)s.st_size < MIN_MEMBER) { snprintf(err, errlen, "member %s is smaller than 64M", m[i].path); return -EINVAL; }
+        spec[i].path = paths[i] = m[i].path;
+        spec[i].create_size = m[i].create ? m[i].size : 0;
     }
-    for (int i = 0; i < n; i++) {
-        if (!m[i].create) continue;
-        int fd = open(m[i].path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 || ftruncate(fd, m[i].size) < 0) {
-            snprintf(err, errlen, "cannot create member %s: %s", m[i].path, strerror(errno));
-            if (fd >= 0) { close(fd); unlink(m[i].path); }
-            for (int j = 0; j < i; j++) if (m[j].create) unlink(m[j].path);
-            return -EIO;
-        }
-        close(fd);
-        m[i].create = 0;
+    struct vpool_opts o = { .cache_bytes = st->cache_bytes };
+    struct vpool *vp;
+    int rc = vpool_create(name, l, spec, n, &o, &vp, err, errlen);
+    if (rc) {
+        for (int i = 0; i < n; i++) if (m[i].create) unlink(m[i].path);
+        return rc;
     }
-    return add_pool(st, name, layout, m, n, err, errlen);
+    if (!add_pool(st, name, vp, paths, n)) { vpool_destroy(vp); return -ENOMEM; }
+    return 0;
 }
 
 int storage_pool_open(struct storage *st, const char *name, const char *layout,
                       const struct storage_member *m, int n, char *err, size_t errlen)
 {
-    return add_pool(st, name, layout, m, n, err, errlen);
+    const char *paths[VPOOL_MAX_MEMBERS];
+    for (int i = 0; i < n && i < VPOOL_MAX_MEMBERS; i++) paths[i] = m[i].path;
+    struct vpool_opts o = { .cache_bytes = st->cache_bytes };
+    struct vpool *vp = NULL;
+    int rc = vpool_import(paths, n, &o, &vp, err, errlen);
+    struct pool *p = add_pool(st, name, rc ? NULL : vp, paths, n); /* kept even if unavailable, to show it */
+    if (p && rc) snprintf(p->import_error, sizeof p->import_error, "%s", err);
+    return rc;
+}
+
+int storage_pool_import(struct storage *st, const char *name, const char *const *paths, int n,
+                        const char **layout, char *err, size_t errlen)
+{
+    if (find_pool(st, name)) { snprintf(err, errlen, "pool %s exists", name); return -EEXIST; }
+    if (n < 1 || n > VPOOL_MAX_MEMBERS) { snprintf(err, errlen, "1..%d member paths", VPOOL_MAX_MEMBERS); return -EINVAL; }
+    struct vpool_opts o = { .cache_bytes = st->cache_bytes };
+    struct vpool *vp;
+    int rc = vpool_import(paths, n, &o, &vp, err, errlen);
+    if (rc) return rc;
+    struct vpool_status s;
+    vpool_get_status(vp, &s);
+    *layout = vpool_layout_name(s.layout);
+    const char *ordered[VPOOL_MAX_MEMBERS];
+    for (int i = 0; i < s.nmembers; i++) ordered[i] = s.members[i].path; /* label order, not argument order */
+    if (!add_pool(st, name, vp, ordered, s.nmembers)) { vpool_close(vp); return -ENOMEM; }
+    return 0;
 }
 
 static int rm_tree(int dirfd, const char *name)
@@ -204,13 +198,17 @@ static int rm_tree(int dirfd, const char *name)
 
 int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t errlen)
 {
+    struct pool *p = find_pool(st, name);
+    if (!p) { snprintf(err, errlen, "pool %s not found", name); return -ENOENT; }
+    if (p->vp) {
+        int rc = vpool_destroy(p->vp);
+        if (rc) { snprintf(err, errlen, "pool %s: %s", name, strerror(-rc)); return rc; }
+    }
     pthread_mutex_lock(&st->lock);
     struct pool **pp = &st->pools;
-    while (*pp && strcmp((*pp)->name, name)) pp = &(*pp)->next;
-    struct pool *p = *pp;
-    if (p) *pp = p->next;
+    while (*pp != p) pp = &(*pp)->next;
+    *pp = p->next;
     pthread_mutex_unlock(&st->lock);
-    if (!p) { snprintf(err, errlen, "pool %s not found", name); return -ENOENT; }
     char d[PATH_MAX];
     pool_dir(st, name, NULL, NULL, d, sizeof d);
     rm_tree(AT_FDCWD, d);
@@ -218,157 +216,183 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
     return 0;
 }
 
-/* Allocated bytes (st_blocks) of everything below dirfd (consumes dirfd). */
-static uint64_t tree_blocks(int dirfd, int depth)
-{
-    DIR *d = fdopendir(dirfd);
-    if (!d) { close(dirfd); return 0; }
-    uint64_t sum = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        struct stat s;
-        if (fstatat(dirfd, e->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0) continue;
-        sum += (uint64_t)s.st_blocks * 512;
-        if (S_ISDIR(s.st_mode) && depth < 64) {
-            int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0) sum += tree_blocks(sub, depth + 1);
-        }
-    }
-    closedir(d);
-    return sum;
-}
-
-static uint64_t reserved_volume_bytes(struct storage *st, const char *pool)
-{
-    char d[PATH_MAX];
-    pool_dir(st, pool, "volumes", NULL, d, sizeof d);
-    DIR *dir = opendir(d);
-    uint64_t sum = 0;
-    struct dirent *e;
-    while (dir && (e = readdir(dir))) {
-        struct stat s;
-        if (e->d_name[0] != '.' && fstatat(dirfd(dir), e->d_name, &s, 0) == 0 && S_ISREG(s.st_mode))
-            sum += s.st_size;
-    }
-    if (dir) closedir(dir);
-    return sum;
-}
-
 json_t *storage_pool_status(struct storage *st, const char *name)
 {
-    pthread_mutex_lock(&st->lock);
     struct pool *p = find_pool(st, name);
-    if (!p) { pthread_mutex_unlock(&st->lock); return NULL; }
+    if (!p) return NULL;
     json_t *members = json_array();
-    int missing = 0;
-    for (int i = 0; i < p->nmembers; i++) {
-        int ok = access(p->members[i].path, R_OK | W_OK) == 0;
-        missing += !ok;
-        json_array_append_new(members, json_pack("{s:s, s:I, s:s}", "path", p->members[i].path,
-                                                 "size", (json_int_t)p->members[i].size,
-                                                 "state", ok ? "ONLINE" : "MISSING"));
+    if (!p->vp) {
+        for (int i = 0; i < p->nmembers; i++)
+            json_array_append_new(members, json_pack("{s:s, s:s}", "path", p->members[i], "state", "UNAVAILABLE"));
+        return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "state", "FAULTED", "error", p->import_error,
+                         "size", (json_int_t)0, "allocated", (json_int_t)0, "free", (json_int_t)0, "members", members);
     }
-    int tolerate = !strcmp(p->layout, "mirror") ? p->nmembers - 1 : !strcmp(p->layout, "raidz1") ? 1 : 0;
-    const char *state = !missing ? "ONLINE" : missing <= tolerate ? "DEGRADED" : "FAULTED";
-    uint64_t cap = p->capacity;
-    pthread_mutex_unlock(&st->lock);
-    char d[PATH_MAX];
-    pool_dir(st, name, NULL, NULL, d, sizeof d);
-    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    uint64_t used = fd >= 0 ? tree_blocks(fd, 0) : 0;
-    uint64_t reserved = reserved_volume_bytes(st, name);
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "state", state, "size", (json_int_t)cap,
-                     "allocated", (json_int_t)reserved, "used", (json_int_t)used,
-                     "free", (json_int_t)(cap > reserved ? cap - reserved : 0), "members", members);
-}
-
-static int volume_path(struct storage *st, const char *pool, const char *name, char *out, size_t len)
-{
-    char file[128];
-    snprintf(file, sizeof file, "%s.img", name);
-    pool_dir(st, pool, "volumes", file, out, len);
-    return find_pool(st, pool) ? 0 : -ENOENT;
-}
-
-static int check_space(struct storage *st, const char *pool, uint64_t add, char *err, size_t errlen)
-{
-    pthread_mutex_lock(&st->lock);
-    struct pool *p = find_pool(st, pool);
-    uint64_t cap = p ? p->capacity : 0;
-    pthread_mutex_unlock(&st->lock);
-    if (!p) { snprintf(err, errlen, "pool %s not found", pool); return -ENOENT; }
-    uint64_t have = reserved_volume_bytes(st, pool);
-    if (have + add > cap) {
-        snprintf(err, errlen, "pool %s has %llu bytes free, %llu requested", pool,
-                 (unsigned long long)(cap > have ? cap - have : 0), (unsigned long long)add);
-        return -ENOSPC;
+    struct vpool_status s;
+    vpool_get_status(p->vp, &s);
+    for (int i = 0; i < s.nmembers; i++) {
+        struct vpool_member_status *m = &s.members[i];
+        json_array_append_new(members, json_pack("{s:i, s:s, s:I, s:s, s:I, s:I, s:I}", "index", i, "path", m->path,
+            "size", (json_int_t)m->size, "state", vpool_member_state_name(m->state),
+            "read_errors", (json_int_t)m->read_errors, "write_errors", (json_int_t)m->write_errors,
+            "checksum_errors", (json_int_t)m->checksum_errors));
     }
-    return 0;
+    return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:b, s:f, s:I, s:I, s:I, s:I}, s:{s:b, s:f}, s:I, s:I}",
+        "state", vpool_state_name(s.state), "size", (json_int_t)s.size, "allocated", (json_int_t)s.allocated,
+        "free", (json_int_t)s.free, "members", members,
+        "scrub", "running", s.scrub_running, "progress", s.scrub_progress, "repaired", (json_int_t)s.scrub_repaired,
+        "unrepairable", (json_int_t)s.scrub_unrepairable, "started", (json_int_t)s.scrub_started,
+        "finished", (json_int_t)s.scrub_finished,
+        "resilver", "running", s.resilver_running, "progress", s.resilver_progress,
+        "repaired", (json_int_t)s.repaired, "unrepairable", (json_int_t)s.unrepairable);
 }
 
-int storage_volume_create(struct storage *st, const char *pool, const char *name, uint64_t size,
+int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t errlen)
+{
+    struct vpool *vp = engine(st, name, err, errlen);
+    if (!vp) return -ENOENT;
+    int rc = vpool_scrub_start(vp);
+    if (rc == -EBUSY) snprintf(err, errlen, "a scrub or resilver is already running on %s", name);
+    else if (rc) snprintf(err, errlen, "scrub %s: %s", name, strerror(-rc));
+    return rc;
+}
+
+int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
+                        uint64_t create_size, char *err, size_t errlen)
+{
+    struct pool *p = find_pool(st, name);
+    struct vpool *vp = engine(st, name, err, errlen);
+    if (!vp) return -ENOENT;
+    if (idx < 0 || idx >= p->nmembers) { snprintf(err, errlen, "member index %d out of range 0..%d", idx, p->nmembers - 1); return -EINVAL; }
+    int rc;
+    if (!strcmp(op, "offline")) rc = vpool_member_offline(vp, idx);
+    else if (!strcmp(op, "online")) rc = vpool_member_online(vp, idx);
+    else if (!strcmp(op, "replace")) {
+        struct stat s;
+        if (create_size && stat(new_path, &s) == 0) { snprintf(err, errlen, "%s already exists", new_path); return -EEXIST; }
+        if (!create_size && stat(new_path, &s) != 0) { snprintf(err, errlen, "%s does not exist", new_path); return -ENOENT; }
+        rc = vpool_member_replace(vp, idx, new_path, create_size);
+        if (!rc) snprintf(p->members[idx], sizeof p->members[idx], "%s", new_path);
+    } else {
+        snprintf(err, errlen, "unknown member operation %s", op);
+        return -EINVAL;
+    }
+    if (rc) snprintf(err, errlen, "%s member %d of %s: %s", op, idx, name,
+                     rc == -EBUSY ? "would leave the pool without redundancy, or a resilver runs" : strerror(-rc));
+    return rc;
+}
+
+json_t *storage_pool_volumes(struct storage *st, const char *name)
+{
+    char err[256];
+    static char names[256][64];
+    static uint64_t sizes[256];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    struct vpool *vp = engine(st, name, err, sizeof err);
+    if (!vp) return NULL;
+    json_t *out = json_array();
+    pthread_mutex_lock(&lock);
+    int n = vpool_vol_list(vp, names, sizes, 256);
+    for (int i = 0; i < n; i++)
+        json_array_append_new(out, json_pack("{s:s, s:I}", "name", names[i], "size", (json_int_t)sizes[i]));
+    pthread_mutex_unlock(&lock);
+    return out;
+}
+
+int storage_pool_sync(struct storage *st, const char *name)
+{
+    char err[256];
+    struct vpool *vp = engine(st, name, err, sizeof err);
+    return vp ? vpool_sync(vp) : -ENOENT;
+}
+
+/* Volumes are allocated thinly but reserved thickly: the sum of volume sizes may not
+ * exceed the pool, so a full pool never fails a write the initiator was promised. */
+static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_t size, char *err, size_t errlen)
+{
+    static char names[256][64];
+    static uint64_t sizes[256];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    struct vpool_status s;
+    vpool_get_status(vp, &s);
+    pthread_mutex_lock(&lock);
+    int n = vpool_vol_list(vp, names, sizes, 256);
+    uint64_t reserved = 0;
+    for (int i = 0; i < n; i++)
+        if (!skip || strcmp(names[i], skip)) reserved += sizes[i];
+    pthread_mutex_unlock(&lock);
+    if (reserved + size <= s.size) return 0;
+    snprintf(err, errlen, "pool %s has %llu bytes unreserved, %llu requested", pool,
+             (unsigned long long)(s.size > reserved ? s.size - reserved : 0), (unsigned long long)size);
+    return -ENOSPC;
+}
+
+int storage_volume_create(struct storage *st, const char *pool, const char *name, uint64_t size, int lz4,
                           char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    int rc = check_space(st, pool, size, err, errlen);
-    if (rc) return rc;
-    volume_path(st, pool, name, path, sizeof path);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) { snprintf(err, errlen, "volume %s/%s: %s", pool, name, strerror(errno)); return -errno; }
-    if (ftruncate(fd, size) < 0) {
-        rc = -errno;
-        snprintf(err, errlen, "volume %s/%s: %s", pool, name, strerror(errno));
-        close(fd);
-        unlink(path);
-        return rc;
+    struct vpool *vp = engine(st, pool, err, errlen);
+    if (!vp) return -ENOENT;
+    *err = 0;
+    int rc = reserve(vp, pool, NULL, size, err, errlen);
+    if (!rc) rc = vpool_vol_create(vp, name, size, lz4 ? VPOOL_VOL_LZ4 : 0);
+    if (rc == -ENOSPC) {
+        if (!*err) snprintf(err, errlen, "pool %s is full", pool);
+    } else if (rc) {
+        snprintf(err, errlen, "volume %s/%s: %s", pool, name, strerror(-rc));
     }
-    close(fd);
-    return 0;
+    return rc;
 }
 
 int storage_volume_resize(struct storage *st, const char *pool, const char *name, uint64_t size,
                           char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    struct stat s;
-    if (volume_path(st, pool, name, path, sizeof path) || stat(path, &s) < 0) {
-        snprintf(err, errlen, "volume %s/%s not found", pool, name);
-        return -ENOENT;
-    }
-    if (size < (uint64_t)s.st_size) { snprintf(err, errlen, "volumes can only grow"); return -EINVAL; }
-    int rc = check_space(st, pool, size - s.st_size, err, errlen);
+    struct vpool *vp = engine(st, pool, err, errlen);
+    if (!vp) return -ENOENT;
+    int rc = reserve(vp, pool, name, size, err, errlen);
     if (rc) return rc;
-    if (truncate(path, size) < 0) { snprintf(err, errlen, "resize: %s", strerror(errno)); return -errno; }
-    return 0;
+    rc = vpool_vol_resize(vp, name, size);
+    if (rc) snprintf(err, errlen, "resize %s/%s: %s", pool, name, rc == -ENOSPC ? "not enough free space" : strerror(-rc));
+    return rc;
 }
 
 int storage_volume_destroy(struct storage *st, const char *pool, const char *name, char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    volume_path(st, pool, name, path, sizeof path);
-    if (unlink(path) < 0 && errno != ENOENT) {
-        snprintf(err, errlen, "volume %s/%s: %s", pool, name, strerror(errno));
-        return -errno;
+    struct vpool *vp = engine(st, pool, err, errlen);
+    if (!vp) return -ENOENT;
+    int rc = vpool_vol_destroy(vp, name);
+    /* a just-removed export may still be finishing in-flight commands */
+    for (int i = 0; rc == -EBUSY && i < 50; i++) {
+        usleep(20000);
+        rc = vpool_vol_destroy(vp, name);
     }
-    return 0;
+    if (rc == -ENOENT) rc = 0;
+    if (rc) snprintf(err, errlen, "volume %s/%s: %s", pool, name, rc == -EBUSY ? "still in use" : strerror(-rc));
+    return rc;
 }
 
 nasd_bdev *storage_volume_open(struct storage *st, const char *pool, const char *name,
                                uint32_t block_size, int *errp)
 {
-    char path[PATH_MAX], full[160];
-    if (volume_path(st, pool, name, path, sizeof path)) { *errp = -ENOENT; return NULL; }
-    snprintf(full, sizeof full, "%s/%s", pool, name);
-    return nasd_file_bdev_open(path, 0, block_size, full, errp);
+    char err[256];
+    struct vpool *vp = engine(st, pool, err, sizeof err);
+    if (!vp) { *errp = -ENOENT; return NULL; }
+    return vpool_vol_open(vp, name, block_size, errp);
 }
 
 uint64_t storage_volume_used(struct storage *st, const char *pool, const char *name)
 {
-    char path[PATH_MAX];
-    struct stat s;
-    if (volume_path(st, pool, name, path, sizeof path) || stat(path, &s) < 0) return 0;
-    return (uint64_t)s.st_blocks * 512;
+    int e;
+    nasd_bdev *b = storage_volume_open(st, pool, name, 4096, &e);
+    if (!b) return 0;
+    uint64_t used = 0, off = 0;
+    while (off < b->size && b->ops->mapped) {
+        int mapped;
+        uint64_t run = 0;
+        if (b->ops->mapped(b, off, b->size - off, &mapped, &run) || !run) break;
+        if (mapped) used += run;
+        off += run;
+    }
+    nasd_bdev_put(b);
+    return used;
 }
 
 void storage_dataset_path(struct storage *st, const char *pool, const char *name, char *out, size_t outlen)

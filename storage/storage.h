@@ -1,6 +1,6 @@
 #pragma once
-/* Storage manager: pools (from member disks), volumes (block devices) and datasets
- * (directory trees) under the state directory. The REST layer calls this; the
+/* Storage manager: pools (the vpool engine over member disks), volumes (block devices
+ * allocated from a pool) and datasets (directory trees under the state directory). The REST layer calls this; the
  * protocol services only see the bdev / fsroot objects it hands out. */
 #include <jansson.h>
 #include <stdint.h>
@@ -11,7 +11,8 @@ struct storage;
 
 struct storage_member { char path[1024]; uint64_t size; int create; };
 
-struct storage *storage_new(const char *state_dir);
+/* cache_bytes: RAM cache per pool (0: engine default). */
+struct storage *storage_new(const char *state_dir, uint64_t cache_bytes);
 void storage_free(struct storage *st);
 
 /* Create a pool from member disks (files are created sparse when create is set).
@@ -22,10 +23,24 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
 int storage_pool_open(struct storage *st, const char *name, const char *layout,
                       const struct storage_member *m, int n, char *err, size_t errlen);
 int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t errlen);
-/* JSON: {state, size, allocated, free, members:[{path,size,state}]}; NULL if unknown. */
+/* Import a pool from its member disks alone (labels name the layout and order).
+ * *layout gets the layout name. */
+int storage_pool_import(struct storage *st, const char *name, const char *const *paths, int n,
+                        const char **layout, char *err, size_t errlen);
+/* JSON: {state, size, allocated, free, members:[{path,size,state,*_errors}], scrub:{...},
+ * resilver:{...}}; NULL if unknown. */
 json_t *storage_pool_status(struct storage *st, const char *name);
+int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t errlen);
+/* op: "offline" | "online" | "replace" (new_path, create_size for replace). */
+int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
+                        uint64_t create_size, char *err, size_t errlen);
+/* Volumes recorded in the pool itself: [{"name","size"}] (for import); NULL if unknown. */
+json_t *storage_pool_volumes(struct storage *st, const char *name);
+/* Make every buffered write of the pool durable. */
+int storage_pool_sync(struct storage *st, const char *name);
 
-int storage_volume_create(struct storage *st, const char *pool, const char *name, uint64_t size,
+/* lz4: compress the volume's data (pool engine). */
+int storage_volume_create(struct storage *st, const char *pool, const char *name, uint64_t size, int lz4,
                           char *err, size_t errlen);
 int storage_volume_resize(struct storage *st, const char *pool, const char *name, uint64_t size,
                           char *err, size_t errlen);

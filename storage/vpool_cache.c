@@ -90,14 +90,6 @@ static void vc_remove(struct vp_cache *c, struct vc_shard *s, struct vc_ent **pp
     free(e);
 }
 
-static void vc_evict(struct vp_cache *c, struct vc_shard *s)
-{
-    while (s->n >= s->cap && s->lru.head.prev != &s->lru.head) {
-        struct vc_ent *victim = s->lru.head.prev;
-        vc_remove(c, s, vc_slot(s, victim->key));
-    }
-}
-
 bool vc_lookup(struct vp_cache *c, uint64_t key, void *buf)
 {
     struct vc_shard *s = vc_shard_of(c, key);
@@ -115,14 +107,27 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
 {
     struct vc_ent **pp = vc_slot(s, key);
     if (*pp) return *pp;
-    vc_evict(c, s);
-    struct vc_ent *e = calloc(1, sizeof *e);
-    if (!e) return NULL;
-    e->data = malloc(VP_SECTOR);
-    if (!e->data) { free(e); return NULL; }
+    while (s->n > s->cap && s->lru.head.prev != &s->lru.head)
+        vc_remove(c, s, vc_slot(s, s->lru.head.prev->key));
+    struct vc_ent *e = NULL;
+    if (s->n == s->cap && s->lru.head.prev != &s->lru.head) {   /* recycle the LRU victim */
+        e = s->lru.head.prev;
+        struct vc_ent **vp = vc_slot(s, e->key);
+        *vp = e->hnext;
+        l_del(e);
+        s->n--;
+    } else {
+        e = calloc(1, sizeof *e);
+        if (!e) return NULL;
+        e->data = malloc(VP_SECTOR);
+        if (!e->data) { free(e); return NULL; }
+    }
     e->key = key;
-    e->hnext = s->ht[(vc_hash(key) >> 6) & (s->nbuckets - 1)];
-    s->ht[(vc_hash(key) >> 6) & (s->nbuckets - 1)] = e;
+    e->dirty = false;
+    e->dgen = 0;
+    size_t b = (vc_hash(key) >> 6) & (s->nbuckets - 1);
+    e->hnext = s->ht[b];
+    s->ht[b] = e;
     l_push(&s->lru, e);
     s->n++;
     return e;
@@ -169,25 +174,30 @@ void vc_drop(struct vp_cache *c, uint64_t key)
 
 uint64_t vc_dirty_count(struct vp_cache *c) { return atomic_load(&c->ndirty); }
 
+/* The arena is 4 KiB aligned (ISA-L xor_gen wants aligned vectors, and it keeps the
+ * door open for O_DIRECT). */
 size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena)
 {
-    *out = NULL; *arena = NULL;
-    size_t cap = 0, n = 0;
+    size_t cap = atomic_load(&c->ndirty) + 64, n = 0;
+    *out = malloc(cap * sizeof **out);
+    *arena = NULL;
+    if (!*out || posix_memalign((void **)arena, VP_SECTOR, cap * VP_SECTOR)) goto oom;
     for (int i = 0; i < VC_SHARDS; i++) {
         struct vc_shard *s = &c->sh[i];
         pthread_mutex_lock(&s->mu);
         for (struct vc_ent *e = s->dirty.head.next; e != &s->dirty.head; e = e->next) {
-            if (n == cap) {
-                size_t nc = cap ? cap * 2 : 256;
+            if (n == cap) {   /* writers raced us: grow (rare) */
+                size_t nc = cap * 2;
                 struct vp_wsect *nw = realloc(*out, nc * sizeof *nw);
-                uint8_t *na = realloc(*arena, nc * VP_SECTOR);
+                uint8_t *na = NULL;
                 if (nw) *out = nw;
-                if (na) *arena = na;
-                if (!nw || !na) {
+                if (!nw || posix_memalign((void **)&na, VP_SECTOR, nc * VP_SECTOR)) {
                     pthread_mutex_unlock(&s->mu);
-                    free(*out); free(*arena); *out = NULL; *arena = NULL;
-                    return SIZE_MAX;
+                    goto oom;
                 }
+                memcpy(na, *arena, n * VP_SECTOR);
+                free(*arena);
+                *arena = na;
                 cap = nc;
             }
             memcpy(*arena + n * VP_SECTOR, e->data, VP_SECTOR);
@@ -198,6 +208,10 @@ size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **are
     }
     for (size_t i = 0; i < n; i++) (*out)[i].data = *arena + i * VP_SECTOR;
     return n;
+oom:
+    free(*out); free(*arena);
+    *out = NULL; *arena = NULL;
+    return SIZE_MAX;
 }
 
 void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen)

@@ -25,6 +25,8 @@ static struct vpool *pool_new(void)
     pthread_mutex_init(&p->commit_lock, NULL);
     pthread_mutex_init(&p->bg_lock, NULL);
     pthread_cond_init(&p->bg_cond, NULL);
+    pthread_mutex_init(&p->flush_mu, NULL);
+    pthread_cond_init(&p->flush_cv, NULL);
     for (int i = 0; i < VP_ROW_LOCKS; i++) pthread_mutex_init(&p->row_lock[i], NULL);
     for (int i = 0; i < 64; i++) pthread_mutex_init(&p->part_lock[i], NULL);
     atomic_init(&p->refs, 1);
@@ -33,6 +35,7 @@ static struct vpool *pool_new(void)
 
 static void pool_free(struct vpool *p)
 {
+    vp_flusher_stop(p);
     for (int i = 0; i < VP_MAX_VOLS; i++) if (p->vols[i]) vp_vol_free(p->vols[i]);
     for (int i = 0; i < VP_MAXM; i++) if (p->m[i].fd >= 0) close(p->m[i].fd);
     vc_free(p->cache);
@@ -78,6 +81,7 @@ static int pool_start(struct vpool *p, const struct vpool_opts *o)
     p->dirty_max = cb / 2 / VP_SECTOR;
     if (p->dirty_max < 1024) p->dirty_max = 1024;
     if (p->dirty_max > p->jnl_size / 4 / VP_SECTOR) p->dirty_max = p->jnl_size / 4 / VP_SECTOR;
+    p->dirty_soft = p->dirty_max / 4;
     return 0;
 }
 
@@ -140,6 +144,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
         if (rc) vp_set_err(err, errlen, "writing metadata: %s", strerror(-rc));
     }
     if (rc) { pool_free(p); return rc; }
+    vp_flusher_start(p);
     log_info("vpool %s: created %s of %d members, %llu MiB usable", p->name, vpool_layout_name(layout), n,
              (unsigned long long)(p->n_au * VP_AU_BYTES >> 20));
     *out = p;
@@ -248,6 +253,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     if (rc) { vp_set_err(err, errlen, "writing checkpoint: %s", strerror(-rc)); goto fail_p; }
     log_info("vpool %s: imported (%s, %s)", p->name, vpool_layout_name(p->layout), vpool_state_name(vp_pool_state(p)));
     if (stale) vp_bg_start(p, 2, stale);
+    vp_flusher_start(p);
     *out = p;
     return 0;
 fail_p:
@@ -260,6 +266,7 @@ fail_c:
 static void close_common(struct vpool *p)
 {
     vp_bg_stop(p);
+    vp_flusher_stop(p);
     pthread_mutex_lock(&p->commit_lock);
     if (atomic_load(&p->closed) < 2) {
         atomic_store(&p->closed, 1);

@@ -126,7 +126,16 @@ struct vpool {
     pthread_mutex_t part_lock[64];   /* sub-4K read-modify-write of one logical sector */
 
     struct vp_cache *cache;
-    uint64_t dirty_max;           /* sectors */
+    uint64_t dirty_max;           /* sectors: writers commit themselves above this */
+    uint64_t dirty_soft;          /* sectors: the background flusher starts above this */
+
+    /* background flusher: commits dirty data early so writers rarely wait */
+    pthread_t flusher;
+    bool flusher_on;
+    pthread_mutex_t flush_mu;
+    pthread_cond_t flush_cv;
+    bool flush_stop, flush_kick;
+    _Atomic int flush_pending;
 
     /* background scrub / resilver */
     pthread_mutex_t bg_lock;
@@ -242,6 +251,9 @@ void vp_pend_add(struct vpool *p, const struct vp_rec *r);
 int  vp_commit(struct vpool *p);              /* commit_lock held */
 int  vp_flush_to(struct vpool *p, uint64_t target_gen);
 int  vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen);
+void vp_flusher_start(struct vpool *p);
+void vp_flusher_stop(struct vpool *p);
+void vp_flusher_kick(struct vpool *p);
 
 /* ---- allocation (vpool_alloc.c) ---- */
 int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);

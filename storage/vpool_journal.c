@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#define VP_BATCH_MAX 1000          /* data sectors per batch: fits IOV_MAX iovecs */
 #define VP_JNL_MAGIC 0x4c4e524a4c505644ull   /* "DVPLJRNL" */
 
 struct jhdr {
@@ -40,15 +41,21 @@ static int cmp_ws(const void *a, const void *b)
     return x->sect < y->sect ? -1 : x->sect > y->sect;
 }
 
-/* Journal copies: every writable member for a mirror, else the first two. */
-static uint32_t journal_members(struct vpool *p)
+/* Journal copies: every writable member for a mirror, else two, rotating with the
+ * batch number so that no member takes all the journal traffic. */
+static uint32_t journal_members(struct vpool *p, uint64_t seq)
 {
     uint32_t mask = 0;
     int want = p->layout == VPOOL_MIRROR ? p->n : 2, got = 0;
-    for (int m = 0; m < p->n && got < want; m++) if (vp_writable(p, m)) { mask |= 1u << m; got++; }
+    for (int k = 0; k < p->n && got < want; k++) {
+        int m = (int)((seq + k) % p->n);
+        if (vp_writable(p, m)) { mask |= 1u << m; got++; }
+    }
     return mask;
 }
 
+/* The batch is header pages (records) followed by the data sectors, written with
+ * pwritev straight from the commit's buffers; the checksum is streamed likewise. */
 static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
                        const struct vp_wsect *ws, size_t nws)
 {
@@ -62,37 +69,49 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
         int rc = vp_checkpoint(p);
         if (rc) return rc;
     }
-    uint8_t *b = calloc(1, len);
-    if (!b) return -ENOMEM;
+    uint8_t *b = calloc(1, hdr_pages * VP_SECTOR);
+    struct iovec *iov = malloc((ndata + 1) * sizeof *iov);
+    if (!b || !iov) { free(b); free(iov); return -ENOMEM; }
     struct jhdr *h = (struct jhdr *)b;
     struct vp_rec *r = (struct vp_rec *)(b + sizeof *h);
     if (nrec) memcpy(r, recs, nrec * sizeof *r);
-    uint8_t *d = b + hdr_pages * VP_SECTOR;
+    size_t k = 1;
     for (size_t i = 0; i < nws; i++) {
         struct vp_rec *x = &r[nrec + i];
         x->type = ws[i].data ? VP_REC_WRITE : VP_REC_CSUM;
         x->a = ws[i].sect;
         x->a32 = ws[i].csum;
-        if (ws[i].data) { memcpy(d, ws[i].data, VP_SECTOR); d += VP_SECTOR; }
+        if (ws[i].data) iov[k++] = (struct iovec){ ws[i].data, VP_SECTOR };
     }
+    iov[0] = (struct iovec){ b, hdr_pages * VP_SECTOR };
     h->magic = VP_JNL_MAGIC;
     memcpy(h->pool, p->uuid, 16);
     h->seq = p->seq + 1;
     h->nrec = (uint32_t)(nrec + nws);
     h->hdr_pages = (uint32_t)hdr_pages;
     h->data_pages = (uint32_t)ndata;
-    h->csum = XXH3_64bits_withSeed(b, len, h->seq);
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) { free(b); free(iov); return -ENOMEM; }
+    XXH3_64bits_reset_withSeed(st, h->seq);
+    for (size_t i = 0; i < k; i++) XXH3_64bits_update(st, iov[i].iov_base, iov[i].iov_len);
+    h->csum = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
 
-    uint32_t jm = journal_members(p);
+    /* one pwritev2(RWF_DSYNC) per copy: the sync covers just this range, not the
+     * in-place data waiting in the page cache (that is synced at checkpoints) */
+    uint32_t jm = journal_members(p, h->seq);
     int ok = 0;
-    for (int m = 0; m < p->n; m++)
-        if ((jm & (1u << m)) && vp_mwrite(p, m, b, len, VP_JOURNAL_OFF + p->jpos) < 0) jm &= ~(1u << m);
     for (int m = 0; m < p->n; m++) {
         if (!(jm & (1u << m))) continue;
-        if (fdatasync(p->m[m].fd) < 0) vp_member_fault(p, m, "fdatasync failed");
-        else ok++;
+        ssize_t r;
+        do r = pwritev2(p->m[m].fd, iov, (int)k, (off_t)(VP_JOURNAL_OFF + p->jpos), RWF_DSYNC);
+        while (r < 0 && errno == EINTR);
+        if (r == (ssize_t)len) { ok++; continue; }
+        atomic_fetch_add(&p->m[m].wr_err, 1);
+        vp_member_fault(p, m, r < 0 ? strerror(errno) : "short journal write");
     }
     free(b);
+    free(iov);
     if (!ok) return -EIO;
     p->jpos += len;
     p->seq++;
@@ -130,6 +149,7 @@ int vp_commit(struct vpool *p)
     if (!n && !nrec) goto done;
 
     size_t max_sect = p->jnl_size / 2 / VP_SECTOR;
+    if (max_sect > VP_BATCH_MAX) max_sect = VP_BATCH_MAX;   /* one pwritev2 per journal copy */
     size_t i = 0;
     do {
         size_t cnt = n - i < max_sect ? n - i : max_sect;
@@ -162,6 +182,50 @@ int vp_flush_to(struct vpool *p, uint64_t target)
     int rc = atomic_load(&p->durable_gen) >= target ? 0 : vp_commit(p);
     pthread_mutex_unlock(&p->commit_lock);
     return rc;
+}
+
+/* ---------------- background flusher ---------------- */
+
+static void *flusher_main(void *arg)
+{
+    struct vpool *p = arg;
+    pthread_mutex_lock(&p->flush_mu);
+    while (!p->flush_stop) {
+        if (!p->flush_kick) { pthread_cond_wait(&p->flush_cv, &p->flush_mu); continue; }
+        p->flush_kick = false;
+        pthread_mutex_unlock(&p->flush_mu);
+        atomic_store(&p->flush_pending, 0);
+        vp_flush_to(p, atomic_load(&p->write_gen));
+        pthread_mutex_lock(&p->flush_mu);
+    }
+    pthread_mutex_unlock(&p->flush_mu);
+    return NULL;
+}
+
+void vp_flusher_start(struct vpool *p)
+{
+    p->flush_stop = p->flush_kick = false;
+    p->flusher_on = pthread_create(&p->flusher, NULL, flusher_main, p) == 0;
+}
+
+void vp_flusher_stop(struct vpool *p)
+{
+    if (!p->flusher_on) return;
+    pthread_mutex_lock(&p->flush_mu);
+    p->flush_stop = true;
+    pthread_cond_signal(&p->flush_cv);
+    pthread_mutex_unlock(&p->flush_mu);
+    pthread_join(p->flusher, NULL);
+    p->flusher_on = false;
+}
+
+void vp_flusher_kick(struct vpool *p)
+{
+    if (!p->flusher_on || atomic_exchange(&p->flush_pending, 1)) return;
+    pthread_mutex_lock(&p->flush_mu);
+    p->flush_kick = true;
+    pthread_cond_signal(&p->flush_cv);
+    pthread_mutex_unlock(&p->flush_mu);
 }
 
 /* ---------------- replay ---------------- */

@@ -117,9 +117,9 @@ int vp_geometry(struct vpool *p, uint64_t member_size)
     p->ndata = p->layout == VPOOL_STRIPE ? p->n : p->layout == VPOOL_MIRROR ? 1 : p->n - 1;
     if (member_size < (16ull << 20)) return -ENOSPC;
     p->member_size = member_size;
-    uint64_t j = member_size / 16;
-    if (j < (2ull << 20)) j = 2ull << 20;
-    if (j > (64ull << 20)) j = 64ull << 20;
+    uint64_t j = member_size / 8;   /* room for several write-back batches between checkpoints */
+    if (j < (4ull << 20)) j = 4ull << 20;
+    if (j > (256ull << 20)) j = 256ull << 20;
     p->jnl_size = j & ~(uint64_t)(VP_CHUNK - 1);
     uint64_t sect_max = member_size / VP_CHUNK * VP_CHUNK_SECT * p->ndata;
     uint64_t au_max = sect_max / VP_AU_SECT;

@@ -23,6 +23,17 @@ static void xor_into(uint8_t *dst, const uint8_t *src, size_t len)
     for (size_t i = 0; i < len / 8; i++) d[i] ^= s[i];
 }
 
+/* dst = XOR of n >= 2 sectors */
+static void xor_sources(uint8_t *dst, const uint8_t *const *src, int n)
+{
+    uint64_t *d = (uint64_t *)dst;
+    for (size_t i = 0; i < VP_SECTOR / 8; i++) {
+        uint64_t v = 0;
+        for (int k = 0; k < n; k++) { uint64_t x; memcpy(&x, src[k] + i * 8, 8); v ^= x; }
+        d[i] = v;
+    }
+}
+
 static bool sect_ok(uint32_t cs, const uint8_t *data) { return vp_csum_of(data) == cs; }
 static bool has_data(uint32_t cs) { return cs != VP_CSUM_ZERO && cs != VP_CSUM_MARK; }
 
@@ -224,18 +235,26 @@ static void raidz_row(struct vpool *p, uint64_t row, const uint8_t *nd[][VP_CHUN
     }
     if (!fast) { raidz_row_degraded(p, row, nd, rb); return; }
     size_t len = (whi - wlo + 1) * VP_SECTOR, boff = wlo * VP_SECTOR;
-    void *vec[VP_MAXM + 1];
     for (int c = 0; c < ndc; c++) {
         if (need_read[c] && vp_mread(p, vp_col_member(p, row, c), rb->col[c] + boff, len, vp_moff(p, row, wlo)) < 0) {
             raidz_row_degraded(p, row, nd, rb);   /* the member just failed */
             return;
         }
-        for (unsigned w = wlo; w <= whi; w++)
-            if (nd[c][w]) memcpy(rb->col[c] + w * VP_SECTOR, nd[c][w], VP_SECTOR);
-        vec[c] = rb->col[c] + boff;
     }
-    vec[ndc] = rb->par + boff;
-    xor_gen(ndc + 1, (int)len, vec);
+    /* parity per sector straight from the new data / the column just read (no copies) */
+    for (unsigned w = wlo; w <= whi; w++) {
+        const uint8_t *src[VP_MAXM];
+        uintptr_t align = (uintptr_t)(rb->par + w * VP_SECTOR);
+        void *vec[VP_MAXM + 1];
+        for (int c = 0; c < ndc; c++) {
+            src[c] = nd[c][w] ? nd[c][w] : rb->col[c] + w * VP_SECTOR;
+            vec[c] = (void *)src[c];
+            align |= (uintptr_t)src[c];
+        }
+        vec[ndc] = rb->par + w * VP_SECTOR;
+        if (align % 32 || xor_gen(ndc + 1, VP_SECTOR, vec))   /* ISA-L needs 32 byte alignment */
+            xor_sources(rb->par + w * VP_SECTOR, src, ndc);
+    }
     for (int c = 0; c < ndc; c++) write_runs(p, vp_col_member(p, row, c), row, nd[c]);
     vp_mwrite(p, pm, rb->par + boff, len, vp_moff(p, row, wlo));
 }
@@ -407,10 +426,12 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
             continue;
         }
         if (!all_rd) continue;
-        /* data verified (or unwritten): parity must be their XOR */
-        memset(tmp, 0, VP_SECTOR);
-        for (int m = 0; m < n; m++) if (m != pm) xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
-        if (memcmp(tmp, buf[pm] + w * VP_SECTOR, VP_SECTOR)) {
+        /* data verified (or unwritten): XOR of all columns including parity must be 0 */
+        void *vec[VP_MAXM];
+        for (int m = 0; m < n; m++) vec[m] = buf[m] + w * VP_SECTOR;
+        if (xor_check(n, VP_SECTOR, vec)) {
+            memset(tmp, 0, VP_SECTOR);
+            for (int m = 0; m < n; m++) if (m != pm) xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
             atomic_fetch_add(&p->m[pm].ck_err, 1);
             if (vp_mwrite(p, pm, tmp, VP_SECTOR, woff) == 0) (*rep)++;
             else (*unrep)++;
