@@ -27,7 +27,12 @@ struct vc_shard {
 struct vp_cache {
     struct vc_shard sh[VC_SHARDS];
     _Atomic uint64_t ndirty;
+    /* bumped (under the shard lock) by every dirty write and drop: a reader that saw
+     * a miss only caches what it read from disk if nothing changed meanwhile */
+    _Atomic uint64_t epoch __attribute__((aligned(64)));
 };
+
+uint64_t vc_epoch(struct vp_cache *c) { return atomic_load(&c->epoch); }
 
 static inline uint64_t vc_hash(uint64_t k) { k *= 0x9E3779B97F4A7C15ull; return k ^ (k >> 29); }
 static inline struct vc_shard *vc_shard_of(struct vp_cache *c, uint64_t key) { return &c->sh[vc_hash(key) % VC_SHARDS]; }
@@ -133,12 +138,14 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
     return e;
 }
 
-void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf)
+void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t epoch)
 {
     struct vc_shard *s = vc_shard_of(c, key);
     pthread_mutex_lock(&s->mu);
-    struct vc_ent *e = vc_get_or_new(c, s, key);
-    if (e && !e->dirty) memcpy(e->data, buf, VP_SECTOR);  /* never clobber newer dirty data */
+    if (atomic_load(&c->epoch) == epoch && !*vc_slot(s, key)) {   /* never clobber newer data */
+        struct vc_ent *e = vc_get_or_new(c, s, key);
+        if (e) memcpy(e->data, buf, VP_SECTOR);
+    }
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -153,6 +160,7 @@ void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf)
         pthread_mutex_lock(&s->mu);
     }
     memcpy(e->data, buf, VP_SECTOR);
+    atomic_fetch_add_explicit(&c->epoch, 1, memory_order_relaxed);
     e->dgen = ++s->dgen;
     if (!e->dirty) {
         e->dirty = true;
@@ -169,6 +177,7 @@ void vc_drop(struct vp_cache *c, uint64_t key)
     pthread_mutex_lock(&s->mu);
     struct vc_ent **pp = vc_slot(s, key);
     if (*pp) vc_remove(c, s, pp);
+    atomic_fetch_add_explicit(&c->epoch, 1, memory_order_relaxed);
     pthread_mutex_unlock(&s->mu);
 }
 

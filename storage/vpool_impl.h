@@ -265,7 +265,10 @@ uint64_t vp_au_count_used(struct vpool *p);
 struct vp_cache *vc_new(uint64_t bytes);
 void vc_free(struct vp_cache *c);
 bool vc_lookup(struct vp_cache *c, uint64_t key, void *buf);
-void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf);
+/* Clean insert of data read from disk; skipped if any write/drop happened since
+ * vc_epoch() was taken (take it before the lookup that missed). */
+uint64_t vc_epoch(struct vp_cache *c);
+void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t epoch);
 void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
 void vc_drop(struct vp_cache *c, uint64_t key);
 uint64_t vc_dirty_count(struct vp_cache *c);

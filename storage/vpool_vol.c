@@ -67,7 +67,10 @@ static int read_sectors(struct vpool *p, struct vp_vol *v, uint64_t vsect, unsig
     uint64_t ps = pool_sect(v, vsect);
     if (ps == UINT64_MAX) { memset(out, 0, (size_t)cnt * VP_SECTOR); return 0; }
     uint32_t hit = 0;
-    for (unsigned i = 0; i < cnt; i++) if (vc_lookup(p->cache, ps + i, out + i * VP_SECTOR)) hit |= 1u << i;
+    uint64_t epoch = vc_epoch(p->cache);
+    /* only dirty entries can differ from disk; with none, a multi-sector read skips the lookups */
+    if (cnt == 1 || vc_dirty_count(p->cache) || (v->flags & VPOOL_VOL_LZ4))
+        for (unsigned i = 0; i < cnt; i++) if (vc_lookup(p->cache, ps + i, out + i * VP_SECTOR)) hit |= 1u << i;
     if (hit == (1u << cnt) - 1) return 0;
     uint8_t *tmp = scratch();
     if (!tmp) return -ENOMEM;
@@ -75,7 +78,7 @@ static int read_sectors(struct vpool *p, struct vp_vol *v, uint64_t vsect, unsig
     if (v->flags & VPOOL_VOL_LZ4) {
         uint64_t ps0 = ps - ps % VP_CHUNK_SECT;
         if ((rc = vp_lz4_read_chunk(p, ps0, tmp))) return rc;
-        for (unsigned i = 0; i < VP_CHUNK_SECT; i++) vc_put_clean(p->cache, ps0 + i, tmp + i * VP_SECTOR);
+        for (unsigned i = 0; i < VP_CHUNK_SECT; i++) vc_put_clean(p->cache, ps0 + i, tmp + i * VP_SECTOR, epoch);
         for (unsigned i = 0; i < cnt; i++)
             if (!(hit & (1u << i))) memcpy(out + i * VP_SECTOR, tmp + (ps % VP_CHUNK_SECT + i) * VP_SECTOR, VP_SECTOR);
         return 0;
@@ -84,7 +87,7 @@ static int read_sectors(struct vpool *p, struct vp_vol *v, uint64_t vsect, unsig
     while (hit & (1u << hi)) hi--;
     if (!hit) {   /* common case: straight into the caller's buffer */
         if ((rc = vp_read_run(p, ps, cnt, out))) return rc;
-        if (cnt == 1) vc_put_clean(p->cache, ps, out);
+        if (cnt == 1) vc_put_clean(p->cache, ps, out, epoch);
         return 0;
     }
     if ((rc = vp_read_run(p, ps + lo, hi - lo + 1, tmp))) return rc;

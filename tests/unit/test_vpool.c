@@ -428,6 +428,49 @@ START_TEST(t_lz4_roundtrip)
 }
 END_TEST
 
+START_TEST(t_resize_and_list)
+{
+    struct tdir t;
+    tdir_make(&t, 2);
+    struct vpool *p;
+    create_pool(&t, VPOOL_MIRROR, 2, &p);
+    ck_assert_int_eq(vpool_vol_create(p, "a", 3ull << 20, 0), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "b", 1ull << 20, VPOOL_VOL_LZ4), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "bad/name", 1ull << 20, 0), -EINVAL);
+    nasd_bdev *b = open_vol(p, "a", 4096);
+    write_pattern(b, 0, 3ull << 20, 71, 1);
+    uint8_t blk[4096];
+    ck_assert_int_eq(nasd_bdev_write(b, blk, 3ull << 20, 4096, 0), -ERANGE);
+    ck_assert_int_eq(vpool_vol_resize(p, "a", 1ull << 20), -EINVAL);     /* no shrinking */
+    ck_assert_int_eq(vpool_vol_resize(p, "a", 9ull << 20), 0);
+    ck_assert_uint_eq(b->size, 9ull << 20);                             /* open bdev sees it */
+    write_pattern(b, 3ull << 20, 6ull << 20, 72, 1);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    p = import_pool(&t, 2, -1);
+    char names[8][64];
+    uint64_t sizes[8];
+    ck_assert_int_eq(vpool_vol_list(p, names, sizes, 8), 2);
+    ck_assert_str_eq(names[0], "a");
+    ck_assert_uint_eq(sizes[0], 9ull << 20);
+    ck_assert_int_eq(vpool_vol_list(p, names, sizes, 1), 1);
+    b = open_vol(p, "a", 4096);
+    check_pattern(b, 0, 3ull << 20, 71);
+    check_pattern(b, 3ull << 20, 6ull << 20, 72);
+    nasd_bdev_put(b);
+    int err = 0;
+    ck_assert_ptr_null(vpool_vol_open(p, "nope", 4096, &err));
+    ck_assert_int_eq(err, -ENOENT);
+    ck_assert_ptr_null(vpool_vol_open(p, "a", 1000, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    ck_assert_int_eq(vpool_destroy(p), 0);
+    const char *paths[] = { t.member[0], t.member[1] };
+    char e[256];
+    ck_assert_int_lt(vpool_import(paths, 2, NULL, &p, e, sizeof e), 0);   /* labels wiped */
+    tdir_remove(&t);
+}
+END_TEST
+
 static void expect_import_error(const char *const *paths, int n, const char *needle)
 {
     struct vpool *p = NULL;
@@ -521,6 +564,7 @@ Suite *vpool_suite(void)
     tcase_add_test(tc, t_offline_online);
     tcase_add_test(tc, t_unmap_frees);
     tcase_add_test(tc, t_lz4_roundtrip);
+    tcase_add_test(tc, t_resize_and_list);
     tcase_add_test(tc, t_bad_labels);
     suite_add_tcase(s, tc);
     return s;
