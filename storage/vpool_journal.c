@@ -54,6 +54,18 @@ static uint32_t journal_members(struct vpool *p, uint64_t seq)
     return mask;
 }
 
+struct jcopy { int fd, m, cnt; const struct iovec *iov; uint64_t off, len; bool ok; };
+
+static void *jcopy_write(void *arg)
+{
+    struct jcopy *j = arg;
+    ssize_t r;
+    do r = pwritev2(j->fd, j->iov, j->cnt, (off_t)j->off, RWF_DSYNC);
+    while (r < 0 && errno == EINTR);
+    j->ok = r == (ssize_t)j->len;
+    return NULL;
+}
+
 /* The batch is header pages (records) followed by the data sectors, written with
  * pwritev straight from the commit's buffers; the checksum is streamed likewise. */
 static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
@@ -97,18 +109,23 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
     h->csum = XXH3_64bits_digest(st);
     XXH3_freeState(st);
 
-    /* one pwritev2(RWF_DSYNC) per copy: the sync covers just this range, not the
-     * in-place data waiting in the page cache (that is synced at checkpoints) */
+    /* one pwritev2(RWF_DSYNC) per copy, the copies in parallel: the sync covers just
+     * this range, not the in-place data waiting in the page cache (synced at checkpoints) */
     uint32_t jm = journal_members(p, h->seq);
-    int ok = 0;
-    for (int m = 0; m < p->n; m++) {
-        if (!(jm & (1u << m))) continue;
-        ssize_t r;
-        do r = pwritev2(p->m[m].fd, iov, (int)k, (off_t)(VP_JOURNAL_OFF + p->jpos), RWF_DSYNC);
-        while (r < 0 && errno == EINTR);
-        if (r == (ssize_t)len) { ok++; continue; }
-        atomic_fetch_add(&p->m[m].wr_err, 1);
-        vp_member_fault(p, m, r < 0 ? strerror(errno) : "short journal write");
+    struct jcopy jc[VP_MAXM];
+    pthread_t th[VP_MAXM];
+    bool threaded[VP_MAXM] = {0};
+    int nc = 0, ok = 0;
+    for (int m = 0; m < p->n; m++)
+        if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .fd = p->m[m].fd, .m = m, .iov = iov, .cnt = (int)k,
+                                                       .off = VP_JOURNAL_OFF + p->jpos, .len = len };
+    for (int i = 1; i < nc; i++) threaded[i] = pthread_create(&th[i], NULL, jcopy_write, &jc[i]) == 0;
+    for (int i = 0; i < nc; i++) if (!threaded[i]) jcopy_write(&jc[i]);
+    for (int i = 1; i < nc; i++) if (threaded[i]) pthread_join(th[i], NULL);
+    for (int i = 0; i < nc; i++) {
+        if (jc[i].ok) { ok++; continue; }
+        atomic_fetch_add(&p->m[jc[i].m].wr_err, 1);
+        vp_member_fault(p, jc[i].m, "journal write failed");
     }
     free(b);
     free(iov);

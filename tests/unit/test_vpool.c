@@ -471,6 +471,69 @@ START_TEST(t_resize_and_list)
 }
 END_TEST
 
+START_TEST(t_thin_enospc)
+{
+    struct tdir t;
+    tdir_make(&t, 3);
+    struct vpool *p;
+    create_pool(&t, VPOOL_STRIPE, 1, &p);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    uint64_t cap = st.size;
+    ck_assert_int_eq(vpool_vol_create(p, "big", cap * 2, 0), 0);        /* thin: overcommit is allowed */
+    nasd_bdev *b = open_vol(p, "big", 4096);
+    uint8_t *buf = calloc(1, 1 << 20);
+    int rc = 0;
+    uint64_t off = 0;
+    for (; off < cap * 2 && !rc; off += 1 << 20) rc = nasd_bdev_write(b, buf, off, 1 << 20, 0);
+    ck_assert_int_eq(rc, -ENOSPC);
+    ck_assert_uint_eq(off - (1 << 20), cap);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);                            /* what fitted is fine */
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.free, 0);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 0, 4ull << 20), 0);             /* frees space again */
+    ck_assert_int_eq(nasd_bdev_write(b, buf, cap + (1 << 20), 4096, NASD_IO_FUA), 0);
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.free, 3ull << 20);
+    free(buf);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    /* raidz1 with one member's labels destroyed: imports DEGRADED and resilvers */
+    tdir_remove(&t);
+    tdir_make(&t, 3);
+    create_pool(&t, VPOOL_RAIDZ1, 3, &p);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 4ull << 20, 0), 0);
+    b = open_vol(p, "v", 4096);
+    write_pattern(b, 0, 4ull << 20, 81, 1);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    int fd = open(t.member[1], O_RDWR);
+    uint8_t junk[4096];
+    memset(junk, 0x77, sizeof junk);
+    ck_assert_int_eq(pwrite(fd, junk, 4096, VP_LABEL_A), 4096);
+    ck_assert_int_eq(pwrite(fd, junk, 4096, VP_LABEL_B), 4096);
+    close(fd);
+    p = import_pool(&t, 3, -1);
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.state, VPOOL_DEGRADED);
+    ck_assert_int_eq(st.members[1].state, VPOOL_M_MISSING);
+    b = open_vol(p, "v", 4096);
+    check_pattern(b, 0, 4ull << 20, 81);
+    nasd_bdev_put(b);
+    ck_assert_int_eq(vpool_member_replace(p, 1, t.member[1], 0), 0);   /* reuse the same disk */
+    vpool_wait_background(p);
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.state, VPOOL_ONLINE);
+    vpool_close(p);
+    p = import_pool(&t, 3, 0);
+    b = open_vol(p, "v", 4096);
+    check_pattern(b, 0, 4ull << 20, 81);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 static void expect_import_error(const char *const *paths, int n, const char *needle)
 {
     struct vpool *p = NULL;
@@ -565,6 +628,7 @@ Suite *vpool_suite(void)
     tcase_add_test(tc, t_unmap_frees);
     tcase_add_test(tc, t_lz4_roundtrip);
     tcase_add_test(tc, t_resize_and_list);
+    tcase_add_test(tc, t_thin_enospc);
     tcase_add_test(tc, t_bad_labels);
     suite_add_tcase(s, tc);
     return s;
