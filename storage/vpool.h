@@ -4,6 +4,12 @@
  * nasd_bdev. Every 4 KiB sector is checksummed (XXH3), reads verify and repair from
  * redundancy, a background scrub/resilver walks allocated space.
  *
+ * Granularity: 64 KiB stripe unit (chunk) per member, 1 MiB allocation units, and
+ * one checksum per 4 KiB sector. A 4K random read therefore reads and verifies
+ * exactly one sector on one member (no read amplification); a 4K write updates one
+ * data sector plus the parity sector at the same offset (raidz1 parity is per 4 KiB
+ * row slice, not per 64 KiB chunk).
+ *
  * Crash safety: data is written in place, but only after the batch (data + metadata
  * deltas) is durable in a journal on >= 2 members; metadata (volume table, allocation
  * table, checksum table) is checkpointed twice per member with per-page checksums.
