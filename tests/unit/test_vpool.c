@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "nasd/log.h"
 #include "storage/vpool.h"
 #include "storage/vpool_impl.h"
 #include "tests/unit/test_vpool_util.h"
@@ -636,6 +637,7 @@ Suite *vpool_suite(void)
 
 int main(void)
 {
+    nasd_log_level = LOG_WARN;   /* keep the test output readable */
     SRunner *sr = srunner_create(vpool_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include "nasd/log.h"
 #include "storage/vpool.h"
 #include "tests/unit/test_vpool_util.h"
 
@@ -136,6 +137,7 @@ END_TEST
 
 int main(void)
 {
+    nasd_log_level = LOG_WARN;   /* keep the test output readable */
     Suite *s = suite_create("vpool_mt");
     TCase *tc = tcase_create("mt");
     tcase_set_timeout(tc, 120);
