@@ -66,6 +66,7 @@ void conn_new(struct net_thread *nt, int fd)
     c->stat_sn = 1;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);   /* reap vanished initiators */
     local_addr(c);
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
     if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {

@@ -55,6 +55,18 @@ timeout 20 iscsi-ls -i "$OK_INI" "iscsi://127.0.0.1:$port" >"$tmp/ls.out" 2>&1
 if grep -q "$IQN" "$tmp/ls.out"; then printf '%-58s PASS\n' "SendTargets lists target to allowed initiator"
 else echo "SendTargets lists target to allowed initiator      FAIL"; cat "$tmp/ls.out"; fail=1; fi
 
+echo "== live remove / re-add of the target"
+"$B/tools/iscsi_malformed" --hold "$port" "$IQN" >"$tmp/hold.out" 2>&1 &
+hold_pid=$!
+for _ in $(seq 50); do grep -q held "$tmp/hold.out" && break; sleep 0.1; done
+kill -USR1 "$plain_pid"
+if wait "$hold_pid"; then printf '%-58s PASS\n' "session dropped when its target is removed"
+else echo "session dropped when its target is removed               FAIL"; cat "$tmp/hold.out"; fail=1; fi
+check "removed target refuses logins" 1 iscsi-inq -i "$OK_INI" "iscsi://127.0.0.1:$port/$IQN/0"
+kill -USR2 "$plain_pid"
+sleep 0.2
+check "re-added target serves again" 0 iscsi-inq -i "$OK_INI" "iscsi://127.0.0.1:$port/$IQN/0"
+
 echo "== CHAP"
 start chap --iqn "$IQN" --file "$tmp/lun0.img" --chap alice:alicesecret1 --mutual target1:targetsecret2
 U="127.0.0.1:$port/$IQN/0"

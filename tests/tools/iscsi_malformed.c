@@ -346,9 +346,30 @@ static void full_feature_cases(void)
     result("target still serving after fuzzing", target_alive());
 }
 
+/* --hold: log in, print "held", ping until the target drops the session.
+ * Exit 0 if it was dropped within `secs` seconds. */
+static int hold(int secs)
+{
+    int fd = dial();
+    if (!login(fd, iqn, false, NULL)) { fprintf(stderr, "hold: login failed\n"); return 2; }
+    printf("held\n");
+    fflush(stdout);
+    for (int i = 0; i < secs * 10; i++) {
+        if (!ping(fd)) { printf("dropped\n"); close(fd); return 0; }
+        usleep(100000);
+    }
+    close(fd);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3) { fprintf(stderr, "usage: iscsi_malformed PORT TARGET-IQN\n"); return 2; }
+    if (argc == 4 && !strcmp(argv[1], "--hold")) {
+        port = atoi(argv[2]);
+        iqn = argv[3];
+        return hold(20);
+    }
+    if (argc != 3) { fprintf(stderr, "usage: iscsi_malformed [--hold] PORT TARGET-IQN\n"); return 2; }
     port = atoi(argv[1]);
     iqn = argv[2];
     result("baseline login + NOP ping", target_alive());

@@ -1,5 +1,6 @@
 /* Standalone harness: serves one file-backed target (optionally a second LUN and
- * CHAP) with the built-in iSCSI target until SIGTERM/SIGINT. Prints "ready". */
+ * CHAP) with the built-in iSCSI target until SIGTERM/SIGINT. Prints "ready PORT".
+ * SIGUSR1 removes the target while running, SIGUSR2 adds it again. */
 #include "iscsi/iscsi.h"
 #include "nasd/log.h"
 #include <errno.h>
@@ -71,6 +72,8 @@ int main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);                   /* remove the target (live) */
+    sigaddset(&set, SIGUSR2);                   /* add it back */
     pthread_sigmask(SIG_BLOCK, &set, NULL);     /* threads inherit: only sigwait sees them */
     signal(SIGPIPE, SIG_IGN);
 
@@ -93,13 +96,18 @@ int main(int argc, char **argv)
     if (!s) { fprintf(stderr, "%s\n", msg); return 1; }
     int r = iscsi_server_set_target(s, &cfg);
     if (r) { fprintf(stderr, "set_target: %s\n", strerror(-r)); iscsi_server_stop(s); return 1; }
-    nasd_bdev_put(b);
-    nasd_bdev_put(b2);
     printf("ready port %d\n", iscsi_server_port(s));
     fflush(stdout);
     int sig;
-    sigwait(&set, &sig);
+    for (;;) {
+        sigwait(&set, &sig);
+        if (sig == SIGUSR1) fprintf(stderr, "iscsi_serve: remove_target -> %d\n", iscsi_server_remove_target(s, cfg.iqn));
+        else if (sig == SIGUSR2) fprintf(stderr, "iscsi_serve: set_target -> %d\n", iscsi_server_set_target(s, &cfg));
+        else break;
+    }
     iscsi_server_stop(s);
+    nasd_bdev_put(b);
+    nasd_bdev_put(b2);
     struct nasd_io_stats *st = cfg.stats;
     fprintf(stderr, "iscsi_serve: stats read %llu ops %llu bytes, write %llu ops %llu bytes, other %llu, errors %llu, cpu %.3f s\n",
             (unsigned long long)st->ops[NASD_OP_READ], (unsigned long long)st->bytes[NASD_OP_READ],
