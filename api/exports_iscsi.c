@@ -147,9 +147,11 @@ static void create(struct api_call *c, struct api_reply *r)
     }
     int64_t id;
     db_begin(&a->db);
+    json_t *empty = json_array();
     int rc = db_exec(&a->db, &id, "INSERT INTO iscsi_exports(name, iqn, alias, chap_user, chap_secret, mutual_user, "
                      "mutual_secret, initiators_json, enabled, created) VALUES(?,?,?,?,?,?,?,?,?,?)", "sssssssjii",
-                     name, iqn, alias, cu, cs, mu, ms, inits ? inits : json_array(), (int64_t)enabled, (int64_t)time(NULL));
+                     name, iqn, alias, cu, cs, mu, ms, inits ? inits : empty, (int64_t)enabled, (int64_t)time(NULL));
+    json_decref(empty);
     if (rc) { db_rollback(&a->db); api_error(r, 500, "db", "%s", db_errmsg(&a->db)); json_decref(tmp); return; }
     if (write_luns(c, r, id, luns)) { db_rollback(&a->db); json_decref(tmp); return; }
     json_decref(tmp);

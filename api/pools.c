@@ -170,6 +170,122 @@ static void del(struct api_call *c, struct api_reply *r)
     api_ok(r, 204, NULL);
 }
 
+/* POST /pools/{name}/import {"members":["/path",...]}: adopt a pool from its disks. */
+static void import_pool(struct api_call *c, struct api_reply *r)
+{
+    static const char *const allowed[] = { "members", "comment", NULL };
+    const char *comment = "";
+    char err[512];
+    if (valid_name(c->key, err, sizeof err)) { api_error(r, 400, "invalid_field", "name: %s", err); return; }
+    if (api_body_object(c, r, allowed) || api_get_str(c, r, "comment", 0, &comment)) return;
+    struct appliance *a = c->app;
+    struct storage_member m[16];
+    int n = parse_members(json_object_get(c->body, "members"), m, 16, r);
+    if (n < 0) return;
+    if (db_int(&a->db, -1, "SELECT id FROM pools WHERE name=?", "s", c->key) >= 0) {
+        api_error(r, 409, "exists", "pool \"%s\" exists", c->key);
+        return;
+    }
+    const char *paths[16], *layout = NULL;
+    for (int i = 0; i < n; i++) {
+        paths[i] = m[i].path;
+        if (db_int(&a->db, -1, "SELECT id FROM pool_members WHERE path=?", "s", m[i].path) >= 0) {
+            api_error(r, 409, "in_use", "%s is already a member of a pool", m[i].path);
+            return;
+        }
+    }
+    int rc = storage_pool_import(a->storage, c->key, paths, n, &layout, err, sizeof err);
+    if (rc) { api_errno(r, rc == -ENOENT ? -ENOENT : -EINVAL, err); return; }
+    json_t *st = storage_pool_status(a->storage, c->key);
+    int64_t id;
+    db_begin(&a->db);
+    rc = db_exec(&a->db, &id, "INSERT INTO pools(name, layout, comment, created) VALUES(?,?,?,?)", "sssi", c->key,
+                 layout, comment, (int64_t)time(NULL));
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(st, "members"), i, v) {
+        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(?,?,?,?)", "iisi",
+                              id, (int64_t)i, json_string_value(json_object_get(v, "path")),
+                              (int64_t)json_integer_value(json_object_get(v, "size")));
+    }
+    json_decref(st);
+    json_t *vols = storage_pool_volumes(a->storage, c->key); /* volumes come along with their pool */
+    json_array_foreach(vols, i, v) {
+        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(?,?,?,?)", "isii",
+                              id, json_string_value(json_object_get(v, "name")),
+                              (int64_t)json_integer_value(json_object_get(v, "size")), (int64_t)time(NULL));
+    }
+    json_decref(vols);
+    if (rc) {
+        db_rollback(&a->db);
+        api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
+        return;
+    }
+    db_commit(&a->db);
+    log_info("pool %s imported (%s, %d members)", c->key, layout, n);
+    api_ok(r, 201, get_by_id(a, id));
+}
+
+/* POST /pools/{name}/scrub ; POST /pools/{name}/offline|online {"member":i} ;
+ * POST /pools/{name}/replace {"member":i,"path":"/new","size":"1G","create":true} */
+static void action(struct api_call *c, struct api_reply *r)
+{
+    if (!strcmp(c->action, "import") && !strcmp(c->method, "POST")) { import_pool(c, r); return; }
+    int64_t id = lookup(c, r);
+    if (id < 0) return;
+    struct appliance *a = c->app;
+    json_t *row = db_row(&a->db, "SELECT name FROM pools WHERE id=?", "i", id);
+    char name[128], err[512];
+    snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
+    json_decref(row);
+    int rc;
+    if (!strcmp(c->action, "scrub")) {
+        if (!strcmp(c->method, "GET")) {
+            json_t *st = storage_pool_status(a->storage, name);
+            api_ok(r, 200, json_pack("{s:O, s:O}", "scrub", json_object_get(st, "scrub"), "resilver",
+                                     json_object_get(st, "resilver")));
+            json_decref(st);
+            return;
+        }
+        rc = storage_pool_scrub(a->storage, name, err, sizeof err);
+        if (rc) { api_errno(r, rc, err); return; }
+        log_info("pool %s: scrub started", name);
+        api_ok(r, 202, get_by_id(a, id));
+        return;
+    }
+    if (strcmp(c->action, "offline") && strcmp(c->action, "online") && strcmp(c->action, "replace")) {
+        api_error(r, 404, "not_found", "no pool action \"%s\" (scrub, offline, online, replace, import)", c->action);
+        return;
+    }
+    if (strcmp(c->method, "POST")) { api_error(r, 405, "method_not_allowed", "use POST"); return; }
+    static const char *const allowed[] = { "member", "path", "size", "create", NULL };
+    int64_t idx = -1;
+    const char *path = NULL;
+    uint64_t size = 0;
+    int create = 0;
+    if (api_body_object(c, r, allowed) || api_get_int(c, r, "member", 0, 15, &idx) ||
+        api_get_str(c, r, "path", 0, &path) || api_get_size(c, r, "size", 0, &size) || api_get_bool(c, r, "create", &create))
+        return;
+    if (idx < 0) { api_error(r, 400, "missing_field", "field \"member\" (member index) is required"); return; }
+    if (!strcmp(c->action, "replace")) {
+        if (!path || valid_abs_path(path, err, sizeof err)) {
+            api_error(r, 400, "invalid_field", "path: %s", path ? err : "required for replace");
+            return;
+        }
+        if (create && size < (64u << 20)) { api_error(r, 400, "invalid_field", "create needs a size of at least 64M"); return; }
+        if (db_int(&a->db, -1, "SELECT id FROM pool_members WHERE path=?", "s", path) >= 0) {
+            api_error(r, 409, "in_use", "%s is already a pool member", path);
+            return;
+        }
+    }
+    rc = storage_pool_member(a->storage, name, c->action, (int)idx, path, create ? size : 0, err, sizeof err);
+    if (rc) { api_errno(r, rc == -EBUSY ? -EBUSY : rc, err); return; }
+    if (!strcmp(c->action, "replace"))
+        db_exec(&a->db, NULL, "UPDATE pool_members SET path=? WHERE pool_id=? AND idx=?", "sii", path, id, idx);
+    log_info("pool %s: member %lld %s", name, (long long)idx, c->action);
+    api_ok(r, 200, get_by_id(a, id));
+}
+
 const struct api_resource api_pools = {
-    .prefix = "pools", .list = list, .get = get, .create = create, .patch = patch, .del = del,
+    .prefix = "pools", .list = list, .get = get, .create = create, .patch = patch, .del = del, .action = action,
 };

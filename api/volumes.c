@@ -63,7 +63,7 @@ static void create(struct api_call *c, struct api_reply *r)
         return;
     }
     char err[512];
-    int rc = storage_volume_create(a->storage, pool, name, size, err, sizeof err);
+    int rc = storage_volume_create(a->storage, pool, name, size, !strcmp(comp, "lz4"), err, sizeof err);
     if (rc) { api_errno(r, rc, err); return; }
     int64_t id;
     if (db_exec(&a->db, &id, "INSERT INTO volumes(pool_id, name, size, block_size, compression, comment, created) "

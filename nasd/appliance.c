@@ -269,7 +269,7 @@ int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *er
     char abs[1024];
     if (realpath(cfg->state_dir, abs)) snprintf(a->cfg.state_dir, sizeof a->cfg.state_dir, "%s", abs);
     if (db_open(&a->db, cfg->db_path, err, errlen)) return -1;
-    a->storage = storage_new(a->cfg.state_dir);
+    a->storage = storage_new(a->cfg.state_dir, a->cfg.cache_bytes);
     if (!a->storage) { snprintf(err, errlen, "out of memory"); return -1; }
     if (start_services(a, err, errlen)) return -1;
     restore(a);

@@ -14,6 +14,7 @@ struct nasd_config {
     int demo;                /* create a demo pool on an empty DB */
     int log_level;
     size_t max_body;         /* REST request body limit, bytes */
+    unsigned long long cache_bytes; /* RAM cache per pool (read cache + write-back), 0 = engine default */
 };
 
 void config_defaults(struct nasd_config *c);
