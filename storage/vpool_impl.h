@@ -152,6 +152,7 @@ struct vpool {
     int changed_any;
 
     _Atomic uint64_t repaired, unrepairable;
+    struct vp_sim *sim;           /* power-loss simulation (tests only), NULL normally */
     _Atomic int closed;
     atomic_int refs;
 };
@@ -211,6 +212,15 @@ int  vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off
 int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off);
 void vp_member_fault(struct vpool *p, int m, const char *why);
 int  vp_sync_members(struct vpool *p);   /* fdatasync all writable members */
+int  vp_msync(struct vpool *p, int m);   /* fdatasync one member, -EIO on failure */
+
+/* ---- power-loss simulation for tests (vpool_sim.c) ---- */
+struct vp_sim *vp_sim_attach(struct vpool *p);
+void vp_sim_kill(struct vp_sim *s);      /* from now on member writes and syncs fail */
+int  vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len);
+int  vp_sim_synced(struct vpool *p, int m, uint64_t off, uint64_t len);
+/* after the pool is closed: randomly undo unsynced writes; frees s */
+int  vp_sim_rollback(struct vp_sim *s, const char *const *paths, int n, uint64_t seed, uint64_t *undone);
 enum vpool_state vp_pool_state(struct vpool *p);
 
 /* ---- labels / metadata / checkpoint (vpool_label.c, vpool_meta.c) ---- */

@@ -54,15 +54,17 @@ static uint32_t journal_members(struct vpool *p, uint64_t seq)
     return mask;
 }
 
-struct jcopy { int fd, m, cnt; const struct iovec *iov; uint64_t off, len; bool ok; };
+struct jcopy { struct vpool *p; int fd, m, cnt; const struct iovec *iov; uint64_t off, len; bool ok; };
 
 static void *jcopy_write(void *arg)
 {
     struct jcopy *j = arg;
-    ssize_t r;
-    do r = pwritev2(j->fd, j->iov, j->cnt, (off_t)j->off, RWF_DSYNC);
-    while (r < 0 && errno == EINTR);
-    j->ok = r == (ssize_t)j->len;
+    ssize_t r = -1;
+    if (vp_sim_before_write(j->p, j->m, j->off, j->len) == 0) {
+        do r = pwritev2(j->fd, j->iov, j->cnt, (off_t)j->off, RWF_DSYNC);
+        while (r < 0 && errno == EINTR);
+    }
+    j->ok = r == (ssize_t)j->len && vp_sim_synced(j->p, j->m, j->off, j->len) == 0;
     return NULL;
 }
 
@@ -117,7 +119,7 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
     bool threaded[VP_MAXM] = {0};
     int nc = 0, ok = 0;
     for (int m = 0; m < p->n; m++)
-        if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .fd = p->m[m].fd, .m = m, .iov = iov, .cnt = (int)k,
+        if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .p = p, .fd = p->m[m].fd, .m = m, .iov = iov, .cnt = (int)k,
                                                        .off = VP_JOURNAL_OFF + p->jpos, .len = len };
     for (int i = 1; i < nc; i++) threaded[i] = pthread_create(&th[i], NULL, jcopy_write, &jc[i]) == 0;
     for (int i = 0; i < nc; i++) if (!threaded[i]) jcopy_write(&jc[i]);

@@ -63,6 +63,11 @@ int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_
     if (cnt > 64) return -EINVAL;
     memcpy(local, iov, cnt * sizeof *iov);
     struct iovec *v = local;
+    if (p->sim) {
+        uint64_t len = 0;
+        for (int i = 0; i < cnt; i++) len += iov[i].iov_len;
+        if (vp_sim_before_write(p, m, off, len)) { atomic_fetch_add(&mb->wr_err, 1); vp_member_fault(p, m, "simulated power loss"); return -EIO; }
+    }
     while (cnt) {
         ssize_t r = pwritev(mb->fd, v, cnt, (off_t)off);
         if (r < 0 && errno == EINTR) continue;
@@ -84,16 +89,20 @@ int vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off)
     return vp_mwritev(p, m, &v, 1, off);
 }
 
+int vp_msync(struct vpool *p, int m)
+{
+    if (fdatasync(p->m[m].fd) < 0 || vp_sim_synced(p, m, 0, 0) < 0) {
+        atomic_fetch_add(&p->m[m].wr_err, 1);
+        vp_member_fault(p, m, "fdatasync failed");
+        return -EIO;
+    }
+    return 0;
+}
+
 int vp_sync_members(struct vpool *p)
 {
     int ok = 0;
-    for (int i = 0; i < p->n; i++) {
-        if (!vp_writable(p, i)) continue;
-        if (fdatasync(p->m[i].fd) < 0) {
-            atomic_fetch_add(&p->m[i].wr_err, 1);
-            vp_member_fault(p, i, "fdatasync failed");
-        } else ok++;
-    }
+    for (int i = 0; i < p->n; i++) if (vp_writable(p, i) && vp_msync(p, i) == 0) ok++;
     return ok ? 0 : -EIO;
 }
 
@@ -202,8 +211,7 @@ int vp_write_labels(struct vpool *p, uint32_t only_mask)
         }
         for (int i = 0; i < p->n; i++) {
             if (!vp_writable(p, i) || (only_mask && !(only_mask & (1u << i)))) continue;
-            if (fdatasync(p->m[i].fd) < 0) vp_member_fault(p, i, "fdatasync failed");
-            else if (copy) wrote++;
+            if (vp_msync(p, i) == 0 && copy) wrote++;
         }
     }
     return wrote ? 0 : -EIO;

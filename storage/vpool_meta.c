@@ -142,7 +142,7 @@ int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
         }
         for (int m = 0; m < p->n; m++) {
             if (!vp_writable(p, m) || (member_mask && !(member_mask & (1u << m)))) continue;
-            if (fdatasync(p->m[m].fd) < 0) vp_member_fault(p, m, "fdatasync failed");
+            vp_msync(p, m);
         }
     }
     if (vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
