@@ -10,7 +10,7 @@ if [ -z "$INTEGRATION_ONLY" ]; then
   done
 fi
 if [ -z "$UNIT_ONLY" ]; then
-  for t in tests/integration/*.sh; do
+  for t in tests/integration/[0-9]*.sh; do
     [ -e "$t" ] || continue
     [ -n "$TESTS" ] && [[ "$t" != *$TESTS* ]] && continue
     echo "== integration $(basename "$t")"

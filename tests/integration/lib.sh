@@ -15,25 +15,37 @@ free_port() {
 }
 
 # start_nasd DIR: starts nasd on free ports with state in DIR; sets NASD_PID, API, HTTP_PORT,
-# ISCSI_PORT, NFS_PORT, MOUNT_PORT. Extra args are passed to nasd.
+# ISCSI_PORT, NFS_PORT, MOUNT_PORT. Extra args are passed to nasd. Ports chosen here are
+# re-drawn if another process took one between the probe and the bind.
 start_nasd() {
   local dir=$1; shift
-  HTTP_PORT=${HTTP_PORT:-$(free_port)}
-  ISCSI_PORT=${ISCSI_PORT:-$(free_port)}
-  NFS_PORT=${NFS_PORT:-$(free_port)}
-  MOUNT_PORT=${MOUNT_PORT:-$(free_port)}
-  API=http://127.0.0.1:$HTTP_PORT/api/v1
-  "$NASD" --listen 127.0.0.1:$HTTP_PORT --db "$dir/nasd.db" --state-dir "$dir" --web-dir "$ROOT/web" \
-    --iscsi-portal 127.0.0.1:$ISCSI_PORT --nfs-bind 127.0.0.1 --nfs-port $NFS_PORT --mount-port $MOUNT_PORT \
-    --portmap-port -1 "$@" >>"$dir/nasd.log" 2>&1 &
-  NASD_PID=$!
-  for _ in $(seq 100); do
-    curl -sf "$API/system" >/dev/null 2>&1 && return 0
-    kill -0 $NASD_PID 2>/dev/null || { cat "$dir/nasd.log" >&2; fail "nasd exited at start"; }
-    sleep 0.1
+  local fixed=${HTTP_PORT:-}
+  for attempt in 1 2 3 4 5; do
+    HTTP_PORT=${fixed:-${HTTP_PORT:-$(free_port)}}
+    ISCSI_PORT=${ISCSI_PORT:-$(free_port)}
+    NFS_PORT=${NFS_PORT:-$(free_port)}
+    MOUNT_PORT=${MOUNT_PORT:-$(free_port)}
+    API=http://127.0.0.1:$HTTP_PORT/api/v1
+    local logpos=$(stat -c %s "$dir/nasd.log" 2>/dev/null || echo 0)
+    "$NASD" --listen 127.0.0.1:$HTTP_PORT --db "$dir/nasd.db" --state-dir "$dir" --web-dir "$ROOT/web" \
+      --iscsi-portal 127.0.0.1:$ISCSI_PORT --nfs-bind 127.0.0.1 --nfs-port $NFS_PORT --mount-port $MOUNT_PORT \
+      --portmap-port -1 "$@" >>"$dir/nasd.log" 2>&1 &
+    NASD_PID=$!
+    for _ in $(seq 100); do
+      curl -sf "$API/system" >/dev/null 2>&1 && return 0
+      kill -0 $NASD_PID 2>/dev/null || break
+      sleep 0.1
+    done
+    if ! kill -0 $NASD_PID 2>/dev/null && [ -z "$fixed" ] &&
+       tail -c +$((logpos + 1)) "$dir/nasd.log" | grep -q "Address already in use"; then
+      unset HTTP_PORT ISCSI_PORT NFS_PORT MOUNT_PORT   # lost a port race: draw new ports
+      wait $NASD_PID 2>/dev/null
+      continue
+    fi
+    break
   done
   cat "$dir/nasd.log" >&2
-  fail "nasd did not come up"
+  kill -0 $NASD_PID 2>/dev/null && fail "nasd did not come up" || fail "nasd exited at start"
 }
 
 stop_nasd() {
