@@ -222,11 +222,12 @@ static void *sampler(void *arg)
         pthread_mutex_unlock(&m->thr_lock);
         monitor_tick(m, time(NULL), nasd_now_ns());
         pthread_mutex_lock(&m->thr_lock);
-        /* sleep to the next whole wall-clock second so samples line up with t */
+        /* sleep to just past the next whole wall-clock second so samples line up with t;
+         * the 10 ms margin keeps an early wake-up from reading the previous second twice */
         struct timespec now, wake;
         clock_gettime(CLOCK_REALTIME, &now);
         clock_gettime(CLOCK_MONOTONIC, &wake);
-        long wait_ns = 1000000000L - now.tv_nsec;
+        long wait_ns = 1000000000L - now.tv_nsec + 10000000L;
         wake.tv_nsec += wait_ns;
         wake.tv_sec += wake.tv_nsec / 1000000000L;
         wake.tv_nsec %= 1000000000L;
