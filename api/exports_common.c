@@ -48,3 +48,14 @@ int export_string_list(json_t *arr, const char *field, int max, int (*check)(con
     }
     return 0;
 }
+
+json_t *export_list(struct appliance *a, const char *ids_sql, json_t *(*export_json)(struct appliance *, int64_t))
+{
+    json_t *ids = db_rows(&a->db, ids_sql, "");
+    json_t *out = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(ids, i, v) json_array_append_new(out, export_json(a, json_integer_value(json_object_get(v, "id"))));
+    json_decref(ids);
+    return out;
+}

@@ -12,3 +12,5 @@ void export_delete(struct appliance *a, enum export_type t, int64_t id, const ch
 /* Validate a JSON array of strings with a per-item checker; -1 fills r. */
 int export_string_list(json_t *arr, const char *field, int max, int (*check)(const char *, char *, size_t),
                        struct api_reply *r);
+/* JSON array of export_json(id) for every id the query returns. */
+json_t *export_list(struct appliance *a, const char *ids_sql, json_t *(*export_json)(struct appliance *, int64_t));

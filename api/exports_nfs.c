@@ -18,24 +18,13 @@ static json_t *export_json(struct appliance *a, int64_t id)
     static const char *bools[] = { "read_only", "root_squash", "all_squash", "enabled" };
     for (int i = 0; i < 4; i++)
         json_object_set_new(row, bools[i], json_boolean(json_integer_value(json_object_get(row, bools[i]))));
-    int active = 0;
-    pthread_mutex_lock(&a->lock);
-    for (struct export_rt *e = a->exports; e; e = e->next)
-        if (e->type == EXPORT_NFS && e->id == id) active = e->active;
-    pthread_mutex_unlock(&a->lock);
-    json_object_set_new(row, "active", json_boolean(active));
+    json_object_set_new(row, "active", json_boolean(appliance_export_active(a, EXPORT_NFS, id)));
     return row;
 }
 
 static void list(struct api_call *c, struct api_reply *r)
 {
-    json_t *ids = db_rows(&c->app->db, "SELECT id FROM nfs_exports ORDER BY path", "");
-    json_t *out = json_array();
-    size_t i;
-    json_t *v;
-    json_array_foreach(ids, i, v) json_array_append_new(out, export_json(c->app, json_integer_value(json_object_get(v, "id"))));
-    json_decref(ids);
-    api_ok(r, 200, out);
+    api_ok(r, 200, export_list(c->app, "SELECT id FROM nfs_exports ORDER BY path", export_json));
 }
 
 static int64_t lookup(struct api_call *c, struct api_reply *r)

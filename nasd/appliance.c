@@ -178,6 +178,15 @@ void appliance_dataset_changed(struct appliance *a, int64_t dataset_id)
     json_decref(rows);
 }
 
+int appliance_export_active(struct appliance *a, enum export_type t, int64_t id)
+{
+    pthread_mutex_lock(&a->lock);
+    struct export_rt *e = rt_find(a, t, id, 0);
+    int active = e && e->active;
+    pthread_mutex_unlock(&a->lock);
+    return active;
+}
+
 struct nasd_io_stats *appliance_export_stats(struct appliance *a, enum export_type t, int64_t id)
 {
     pthread_mutex_lock(&a->lock);

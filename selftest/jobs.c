@@ -169,16 +169,6 @@ static void local_portal(struct appliance *a, char *out, size_t len)
     snprintf(out, len, "%s:%d", host, port);
 }
 
-static int export_served(struct appliance *a, enum export_type t, int64_t id)
-{
-    int active = 0;
-    pthread_mutex_lock(&a->lock);
-    for (struct export_rt *e = a->exports; e; e = e->next)
-        if (e->type == t && e->id == id) active = e->active;
-    pthread_mutex_unlock(&a->lock);
-    return active;
-}
-
 static int target_iscsi(struct selftest_mgr *m, const struct selftest_req *q, struct st_target *t, char *name,
                         char *err, size_t errlen)
 {
@@ -256,7 +246,7 @@ int selftest_submit(struct selftest_mgr *m, const struct selftest_req *q, int64_
     char name[64] = "";
     int rc = q->type == EXPORT_ISCSI ? target_iscsi(m, q, &j->run.tgt, name, err, errlen)
                                      : target_nfs(m, q, &j->run.tgt, name, err, errlen);
-    if (!rc && !export_served(m->a, q->type, q->export_id)) {
+    if (!rc && !appliance_export_active(m->a, q->type, q->export_id)) {
         snprintf(err, errlen, "export %s is not being served (disabled, or it failed to start)", name);
         rc = -ENOTCONN;
     }
