@@ -66,6 +66,9 @@ int64_t api_lookup(struct api_call *c, struct api_reply *r, const char *what, co
 /* Datasets/volumes: "pool/name" or id -> row id, or -1 with 404. */
 int64_t api_lookup_pool_obj(struct api_call *c, struct api_reply *r, const char *table, const char *key);
 
+/* GET list of datasets/volumes: select_sql (joined with pools as p, exposing full_name)
+ * filtered by ?pool=, each row passed through decorate. */
+json_t *api_pool_obj_list(struct api_call *c, const char *select_sql, json_t *(*decorate)(struct appliance *, json_t *));
 /* Create a pool from a JSON spec (shared by POST /pools and the demo). */
 void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r);
 

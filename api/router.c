@@ -168,6 +168,18 @@ int64_t api_lookup_pool_obj(struct api_call *c, struct api_reply *r, const char 
     return id;
 }
 
+json_t *api_pool_obj_list(struct api_call *c, const char *select_sql, json_t *(*decorate)(struct appliance *, json_t *))
+{
+    char sql[1024];
+    const char *pool = c->query ? c->query(c->conn, "pool") : NULL;
+    snprintf(sql, sizeof sql, "%s%s ORDER BY full_name", select_sql, pool ? "WHERE p.name=?" : "");
+    json_t *rows = pool ? db_rows(&c->app->db, sql, "s", pool) : db_rows(&c->app->db, sql, "");
+    size_t i;
+    json_t *v;
+    json_array_foreach(rows, i, v) decorate(c->app, v);
+    return rows;
+}
+
 void api_dispatch(struct api_call *c, const char *path, struct api_reply *r)
 {
     const struct api_resource *res = NULL;

@@ -26,13 +26,7 @@ static json_t *get_by_id(struct appliance *a, int64_t id)
 
 static void list(struct api_call *c, struct api_reply *r)
 {
-    const char *pool = c->query ? c->query(c->conn, "pool") : NULL;
-    json_t *rows = pool ? db_rows(&c->app->db, VOLUME_SELECT "WHERE p.name=? ORDER BY full_name", "s", pool)
-                        : db_rows(&c->app->db, VOLUME_SELECT "ORDER BY full_name", "");
-    size_t i;
-    json_t *v;
-    json_array_foreach(rows, i, v) decorate(c->app, v);
-    api_ok(r, 200, rows);
+    api_ok(r, 200, api_pool_obj_list(c, VOLUME_SELECT, decorate));
 }
 
 static void get(struct api_call *c, struct api_reply *r)
