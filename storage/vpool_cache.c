@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VC_SHARDS 64
+#define VC_SHARDS 256
 
 struct vc_ent {
     uint64_t key, dgen;
@@ -79,7 +79,7 @@ void vc_free(struct vp_cache *c)
 
 static struct vc_ent **vc_slot(struct vc_shard *s, uint64_t key)
 {
-    struct vc_ent **pp = &s->ht[(vc_hash(key) >> 6) & (s->nbuckets - 1)];
+    struct vc_ent **pp = &s->ht[(vc_hash(key) >> 16) & (s->nbuckets - 1)];
     while (*pp && (*pp)->key != key) pp = &(*pp)->hnext;
     return pp;
 }
@@ -130,7 +130,7 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
     e->key = key;
     e->dirty = false;
     e->dgen = 0;
-    size_t b = (vc_hash(key) >> 6) & (s->nbuckets - 1);
+    size_t b = (vc_hash(key) >> 16) & (s->nbuckets - 1);
     e->hnext = s->ht[b];
     s->ht[b] = e;
     l_push(&s->lru, e);
@@ -141,7 +141,7 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
 void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t epoch)
 {
     struct vc_shard *s = vc_shard_of(c, key);
-    pthread_mutex_lock(&s->mu);
+    if (pthread_mutex_trylock(&s->mu)) return;   /* only a cache: never queue for it */
     if (atomic_load(&c->epoch) == epoch && !*vc_slot(s, key)) {   /* never clobber newer data */
         struct vc_ent *e = vc_get_or_new(c, s, key);
         if (e) memcpy(e->data, buf, VP_SECTOR);
