@@ -2,8 +2,12 @@
 // Against a running nasd it creates a raidz1 pool, a volume and an iSCSI export through
 // the forms, checks client-side and API error messages, runs a self-test from the UI,
 // watches the export's live IOPS move on the dashboard and checks the job's result.
+// Then pool maintenance on the pool's page: a scrub to completion, member 1 offline
+// (DEGRADED), member 2 refused by the API (409 shown), member 1 online again (resilver,
+// ONLINE); importing a pool from disks prepared with vpool_tool (--import-dir); a dataset
+// with owner/mode and an NFS export created and edited to read-only through the forms.
 //
-//   node e2e.mjs --url http://127.0.0.1:8080 --tmp /tmp/dir --shots /tmp/dir/shots
+//   node e2e.mjs --url http://127.0.0.1:8080 --tmp /tmp/dir --shots /tmp/dir/shots [--import-dir DIR]
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,13 +22,14 @@ const { values: opt } = parseArgs({
     chromium: { type: 'string', default: process.env.CHROMIUM || '/usr/bin/chromium' },
     pattern: { type: 'string', default: process.env.E2E_PATTERN || '4k-randwrite' },
     seconds: { type: 'string', default: process.env.E2E_SECONDS || '10' },
+    'import-dir': { type: 'string', default: process.env.E2E_IMPORT_DIR || '' },
   },
 });
 const base = opt.url.replace(/\/$/, '');
 const tmp = opt.tmp || fs.mkdtempSync(path.join(os.tmpdir(), 'nasd-e2e-'));
 const shots = opt.shots || path.join(tmp, 'screenshots');
 fs.mkdirSync(shots, { recursive: true });
-const POOL = 'e2epool', VOL = 'vol1', TARGET = 'e2et';
+const POOL = 'e2epool', VOL = 'vol1', TARGET = 'e2et', DS = 'share', IMPORTED = 'e2eimp';
 
 let step = '';
 const t0 = Date.now();
@@ -61,6 +66,11 @@ page.on('console', (m) => { if (m.type() === 'error' && !/Failed to load resourc
 page.on('dialog', (d) => d.accept());
 const poolPosts = [];
 page.on('request', (r) => { if (r.method() === 'POST' && r.url().endsWith('/api/v1/pools')) poolPosts.push(r.postData()); });
+const memberReplies = []; // [action, member, HTTP status] of POST /pools/x/offline|online
+page.on('response', (r) => {
+  const m = /\/api\/v1\/pools\/[^/]+\/(offline|online)$/.exec(r.url());
+  if (m && r.request().method() === 'POST') memberReplies.push([m[1], JSON.parse(r.request().postData()).member, r.status()]);
+});
 
 const tid = (id) => page.locator(`[data-testid="${id}"]`);
 const go = async (hash) => { await page.goto(`${base}/#/${hash}`); await page.locator('main h1').waitFor(); };
@@ -200,6 +210,99 @@ try {
   check(tlPoints > 0, 'timeline chart has no points');
   log(`  result: ${iopsText} IOPS, integrity ${integrity}, ${tlPoints} timeline points`);
   await page.screenshot({ path: path.join(shots, 'selftest.png'), fullPage: true });
+
+  begin(`pool page of ${POOL}: start a scrub from the UI and see it finish`);
+  await tid(`nav-pools`).click();
+  await tid(`pool-open-${POOL}`).click();
+  await page.locator('main h1', { hasText: `Pool ${POOL}` }).waitFor();
+  const poolState = () => tid('pool-state').locator('[data-testid="state"]').textContent();
+  const memberState = (i) => tid(`member-row-${i}`).locator('[data-testid="state"]').textContent();
+  check(await poolState() === 'ONLINE', `pool page shows ${await poolState()}`);
+  check(await tid('members-table').locator('tbody tr').count() === 3, 'members table does not list 3 disks');
+  check(await tid('scrub-status').textContent() === 'idle', 'scrub not idle before it was started');
+  await page.click('#pool-scrub');
+  await until(async () => (await tid('scrub-status').textContent()) === 'finished'
+    && (await tid('scrub-progress').getAttribute('aria-valuenow')) === '100', 'scrub finished at 100 %', 30000, 200);
+  const scrubWhen = await tid('scrub-when').textContent();
+  check(/^finished \d/.test(scrubWhen), `scrub time shows "${scrubWhen}"`);
+  log(`  scrub: ${scrubWhen}, ${await tid('scrub-found').textContent()}`);
+
+  begin('offline member 1 through the UI: pool DEGRADED');
+  await tid('member-offline-1').click();
+  await until(async () => (await poolState()) === 'DEGRADED' && (await memberState(1)) === 'OFFLINE', 'pool DEGRADED, member 1 OFFLINE');
+
+  begin('offlining member 2 too is refused by the API and its message shown');
+  await tid('member-offline-2').click();
+  await tid('toast-error').waitFor();
+  const refusal = (await tid('toast-error').locator('span').textContent()).trim();
+  check(/^offline member 2 of e2epool: would leave the pool without redundancy/.test(refusal), `error shown: "${refusal}"`);
+  check(memberReplies.some(([op, m, st]) => op === 'offline' && m === 2 && st === 409), `no 409 reply seen: ${JSON.stringify(memberReplies)}`);
+  check(await memberState(2) === 'ONLINE' && await poolState() === 'DEGRADED', 'member 2 changed state after a refused offline');
+  log(`  shown: ${refusal}`);
+
+  begin('online member 1 through the UI: resilver, pool ONLINE again');
+  await tid('member-online-1').click();
+  await until(async () => (await poolState()) === 'ONLINE' && (await memberState(1)) === 'ONLINE'
+    && (await tid('resilver-status').textContent()) === 'idle', 'pool ONLINE after the resilver', 30000, 200);
+  check(memberReplies.some(([op, m, st]) => op === 'online' && m === 1 && st === 200), 'online request did not succeed');
+  await page.screenshot({ path: path.join(shots, 'pool.png'), fullPage: true });
+
+  if (opt['import-dir']) {
+    begin(`import pool ${IMPORTED} from the disks in ${opt['import-dir']}`);
+    await go('pools');
+    const importDisks = fs.readdirSync(opt['import-dir']).sort().map((f) => path.join(opt['import-dir'], f));
+    await page.fill('#import-name', IMPORTED);
+    await page.fill('#import-members', path.join(tmp, 'no-such-disk.img'));
+    await page.click('#import-submit');
+    await until(async () => /no importable member/.test(await tid('import-form-error').textContent()), 'API error for a missing disk');
+    log(`  missing disk: ${await tid('import-form-error').textContent()}`);
+    await page.fill('#import-members', importDisks.join('\n'));
+    await page.click('#import-submit');
+    const imported = tid(`pool-row-${IMPORTED}`);
+    await imported.waitFor();
+    await until(async () => (await imported.locator('[data-testid="state"]').textContent()) === 'ONLINE', 'imported pool ONLINE');
+    log(`  imported: ${(await imported.locator('td').nth(1).textContent())}, ${importDisks.length} disks, ONLINE`);
+  }
+
+  begin(`create dataset ${POOL}/${DS} with owner 1000:1000 mode 0770`);
+  await go('datasets');
+  await page.selectOption('#ds-pool', POOL);
+  await page.fill('#ds-name', DS);
+  await page.fill('#ds-mode', '0770');
+  await page.fill('#ds-uid', '1000');
+  await page.fill('#ds-gid', '1000');
+  await page.click('#dataset-create');
+  const dsRow = tid(`dataset-row-${POOL}/${DS}`);
+  await dsRow.waitFor();
+  const owner = await dsRow.locator('[data-testid="owner"]').textContent();
+  check(owner === '1000:1000 0770', `dataset owner shows "${owner}"`);
+
+  begin('edit the dataset\'s mode to 0775 through the UI');
+  await tid(`dataset-edit-${POOL}/${DS}`).click();
+  check(await page.inputValue('#ds-edit-mode') === '0770', 'edit form does not show the current mode');
+  await page.fill('#ds-edit-mode', '0775');
+  await page.click('#dataset-save');
+  await until(async () => (await dsRow.locator('[data-testid="owner"]').textContent()) === '1000:1000 0775', 'mode 0775 in the row');
+
+  const NFS = `${POOL}_${DS}`;
+  begin(`create NFS export of ${POOL}/${DS} (read-write), then edit it to read-only`);
+  await go('nfs');
+  await page.selectOption('#nfs-dataset', `${POOL}/${DS}`);
+  await page.fill('#nfs-clients', '127.0.0.0/8');
+  await page.click('#nfs-create');
+  const nfsRow = tid(`nfs-row-${NFS}`);
+  await nfsRow.waitFor();
+  check(await nfsRow.locator('[data-testid="access"]').textContent() === 'read-write', 'new export is not read-write');
+  await tid(`nfs-edit-${NFS}`).click();
+  check(await page.inputValue('#nfs-edit-clients') === '127.0.0.0/8', 'edit form does not show the clients');
+  await page.check('#nfs-edit-read-only');
+  await page.click('#nfs-save');
+  await until(async () => (await nfsRow.locator('[data-testid="access"]').textContent()) === 'read-only', 'read-only shown in the row');
+  check(await tid('nfs-edit-panel').count() === 0, 'edit panel still open after saving');
+  const reread = await page.evaluate(async (n) => (await (await fetch(`/api/v1/exports/nfs/${n}`)).json()).read_only, NFS);
+  check(reread === true, 'API does not report the export read-only');
+  await until(async () => (await nfsRow.locator('[data-testid="status"]').textContent()) === 'active', 'edited export active');
+  await page.screenshot({ path: path.join(shots, 'nfs.png'), fullPage: true });
 
   check(jsErrors.length === 0, `JavaScript errors in the page: ${jsErrors.join(' | ')}`);
   ok = true;

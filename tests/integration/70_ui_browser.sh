@@ -2,7 +2,9 @@
 # Web UI end to end: starts nasd (lib.sh start_nasd: temp state dir, free high ports) and runs
 # tests/browser/e2e.mjs in Debian's chromium driven by playwright-core. Installs chromium
 # (apt, as root) and the npm packages (npm ci) when they are missing.
-# Screenshots (dashboard.png, selftest.png, failure.png) go to E2E_SHOTS, by default
+# A mirror pool is written to two files with build/tools/vpool_tool beforehand, for the UI
+# to import (skipped with a notice when the tool is not built).
+# Screenshots (dashboard.png, selftest.png, pool.png, nfs.png, failure.png) go to E2E_SHOTS, by default
 # ui-screenshots/ beside the nasd binary (build/ui-screenshots). E2E_KEEP=1 keeps the temp
 # dir with nasd's state and log (it is always kept on failure).
 set -u
@@ -35,10 +37,20 @@ SHOTS=${E2E_SHOTS:-$(dirname "$NASD")/ui-screenshots}
 mkdir -p "$TMP/state" "$TMP/disks" "$SHOTS" || fail "cannot create $SHOTS"
 rm -f "$SHOTS"/*.png
 
+IMPORT_ARGS=()
+VPOOL_TOOL=$(dirname "$NASD")/tools/vpool_tool
+if [ -x "$VPOOL_TOOL" ]; then
+  mkdir -p "$TMP/import" && "$VPOOL_TOOL" create "$TMP/import" mirror 2 64 8 >/dev/null ||
+    fail "vpool_tool could not write a pool to import"
+  IMPORT_ARGS=(--import-dir "$TMP/import")
+else
+  echo "note: $VPOOL_TOOL not built; the pool import step is skipped"
+fi
+
 start_nasd "$TMP/state"
 curl -sf "http://127.0.0.1:$HTTP_PORT/" | grep -q '<main' || fail "GET / does not serve web/index.html"
 
-timeout 150 node tests/browser/e2e.mjs --url "http://127.0.0.1:$HTTP_PORT" --tmp "$TMP/disks" --shots "$SHOTS"
+timeout 150 node tests/browser/e2e.mjs --url "http://127.0.0.1:$HTTP_PORT" --tmp "$TMP/disks" --shots "$SHOTS" "${IMPORT_ARGS[@]}"
 rc=$?
 if [ $rc -ne 0 ]; then
   KEEP=1

@@ -62,7 +62,7 @@ export function table(columns, rows, { testid, empty = 'nothing here yet', rowId
       : h('tr', {}, h('td', { colspan: columns.length, class: 'empty' }, empty))));
 }
 
-const STATE_CLASS = { ONLINE: 'ok', DEGRADED: 'warn', FAULTED: 'bad', UNAVAILABLE: 'bad' };
+const STATE_CLASS = { ONLINE: 'ok', DEGRADED: 'warn', FAULTED: 'bad', UNAVAILABLE: 'bad', OFFLINE: 'warn', RESILVERING: 'warn', MISSING: 'bad' };
 export function stateBadge(state) {
   return h('span', { class: `badge ${STATE_CLASS[state] || 'muted'}`, 'data-testid': 'state' }, state || 'unknown');
 }
@@ -117,4 +117,15 @@ export function section(title, ...body) {
 
 export function button(label, attrs = {}) {
   return h('button', { type: 'button', class: 'btn', ...attrs }, label);
+}
+
+// Edit panel shown under a list: a highlighted card holding an edit form; replaces any
+// previous one. Returns a close function (empty the box).
+export function editPanel(box, title, form, testid) {
+  const close = () => fill(box);
+  fill(box, h('section', { class: 'card edit-card', 'data-testid': testid }, h('h2', {}, title), form));
+  box.scrollIntoView({ block: 'nearest' });
+  const first = form.querySelector('input:not([type=checkbox]), textarea, select');
+  if (first) first.focus();
+  return close;
 }

@@ -72,5 +72,11 @@ export function intRange(v, lo, hi, label) {
   return null;
 }
 
+// Permission bits as octal text, e.g. "0775" or "755" (api/datasets.c accepts 0..07777).
+export function mode(v, label = 'mode') {
+  if (!/^[0-7]{1,4}$/.test(v)) return `${label} must be octal like "0755"`;
+  return null;
+}
+
 // Split a textarea of entries separated by newlines, commas or spaces.
 export const list = (v) => String(v || '').split(/[\s,]+/).filter(Boolean);

@@ -1,9 +1,10 @@
-// Datasets: directory trees in a pool with a quota; create, edit quota, delete.
+// Datasets: directory trees in a pool with a quota and a root directory owner/mode;
+// create, edit (quota, compression, owner, mode, comment), delete.
 import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, action, section, button, showError } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, showError, editPanel, toast } from '../ui.js';
 
 export const poolOptions = (pools) => (pools.length
   ? pools.map((p) => ({ value: p.name, label: `${p.name} (${fmt.bytes(p.free)} free)` }))
@@ -12,34 +13,62 @@ export const poolOptions = (pools) => (pools.length
 // quota "" / "0" / "none" means no quota
 const quotaValue = (s) => (!s || s === '0' || s.toLowerCase() === 'none' ? 0 : s);
 const quotaCheck = (s) => (quotaValue(s) === 0 ? null : v.size(s, 'quota'));
+const ID_MAX = 4294967294;
+// Optional owner fields: empty = leave as is.
+const ownerCheck = (mode, uid, gid) => (mode ? v.mode(mode) : null)
+  || (uid !== '' ? v.intRange(uid, 0, ID_MAX, 'owner UID') : null)
+  || (gid !== '' ? v.intRange(gid, 0, ID_MAX, 'group GID') : null);
+// Compact quota text for an input ("20G"), from bytes.
+const quotaText = (n) => (n ? fmt.bytes(n).replace(/ (.)iB$/, '$1').replace(/ B$/, '') : '');
 
-function quotaEditor(d, refresh) {
-  const cell = h('div', { class: 'actions' });
-  const show = () => fill(cell, button('Edit quota', { class: 'btn small', 'data-testid': `dataset-quota-edit-${d.full_name}`, onclick: edit }));
-  function edit() {
-    const q = input({ value: d.quota ? fmt.bytes(d.quota).replace(/ (.)iB$/, '$1').replace(/ B$/, '') : '', placeholder: 'e.g. 20G or 0',
-      'aria-label': `new quota for ${d.full_name}`, size: 8, 'data-testid': 'dataset-quota-input' });
-    const err = h('span', { class: 'sub', role: 'alert' });
-    const form = h('form', { class: 'actions' }, q, h('button', { type: 'submit', class: 'btn small' }, 'Save'),
-      button('Cancel', { class: 'btn small', onclick: show }), err);
-    form.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
-      const problem = quotaCheck(q.value.trim());
-      if (problem) { fill(err, problem); return; }
-      await action(() => patch(`datasets/${key(d.pool, d.name)}`, { quota: quotaValue(q.value.trim()) }),
-        { ok: `quota of ${d.full_name} updated`, refresh });
-    });
-    fill(cell, form);
-    q.focus();
-  }
-  show();
-  return cell;
+function ownerFields(prefix, d) {
+  return {
+    mode: input({ id: `${prefix}-mode`, name: 'mode', placeholder: d ? '' : '0755', value: d ? d.mode || '' : '', maxlength: 4, inputmode: 'numeric' }),
+    uid: input({ id: `${prefix}-uid`, name: 'uid', placeholder: d ? '' : '0', value: d && d.uid !== undefined ? String(d.uid) : '', inputmode: 'numeric' }),
+    gid: input({ id: `${prefix}-gid`, name: 'gid', placeholder: d ? '' : '0', value: d && d.gid !== undefined ? String(d.gid) : '', inputmode: 'numeric' }),
+  };
+}
+
+function editForm(d, close, refresh) {
+  const quota = input({ id: 'ds-edit-quota', name: 'quota', value: quotaText(d.quota), placeholder: 'none' });
+  const comp = select({ id: 'ds-edit-compression', name: 'compression' },
+    ['off', 'lz4'].map((c) => ({ value: c, label: c, selected: c === d.compression })));
+  const comment = input({ id: 'ds-edit-comment', name: 'comment', value: d.comment || '' });
+  const o = ownerFields('ds-edit', d);
+  const err = errorBox('dataset-edit-form-error');
+  const form = h('form', { class: 'grid', id: 'dataset-edit-form', 'aria-label': `Edit dataset ${d.full_name}`, novalidate: true },
+    field('Quota', quota, 'e.g. 10G; empty or 0 = no quota'), field('Compression', comp, 'applies to new writes'),
+    field('Mode', o.mode, 'octal permissions of the root directory'), field('Owner UID', o.uid), field('Group GID', o.gid),
+    h('div', { class: 'span2' }, field('Comment', comment)),
+    h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'dataset-save' }, 'Save changes'),
+      button('Cancel', { id: 'dataset-edit-cancel', onclick: close })),
+    h('div', { class: 'full' }, err));
+  onSubmit(form, err, {
+    check: () => quotaCheck(quota.value.trim()) || ownerCheck(o.mode.value.trim(), o.uid.value.trim(), o.gid.value.trim()),
+    run: () => {
+      const body = {};
+      if (quota.value.trim() !== quotaText(d.quota)) body.quota = quotaValue(quota.value.trim()); // untouched text = unchanged
+      if (comp.value !== d.compression) body.compression = comp.value;
+      if (comment.value !== (d.comment || '')) body.comment = comment.value;
+      if (o.mode.value.trim() && parseInt(o.mode.value.trim(), 8) !== parseInt(d.mode || '-1', 8)) body.mode = o.mode.value.trim().padStart(4, '0');
+      if (o.uid.value.trim() !== '' && Number(o.uid.value) !== d.uid) body.uid = Number(o.uid.value);
+      if (o.gid.value.trim() !== '' && Number(o.gid.value) !== d.gid) body.gid = Number(o.gid.value);
+      return Object.keys(body).length ? patch(`datasets/${key(d.pool, d.name)}`, body) : null;
+    },
+    done: async (res) => { close(); if (res) toast(`dataset ${d.full_name} updated`, 'ok'); await refresh(); },
+  });
+  return form;
 }
 
 export async function mount(root) {
   const pools = await get('pools').catch(() => []);
   const listBox = h('div', { id: 'datasets-list' });
-  const refresh = async () => {
+  const editBox = h('div', { id: 'dataset-edit' });
+  const openEdit = (d) => {
+    const close = () => fill(editBox);
+    editPanel(editBox, `Edit dataset ${d.full_name}`, editForm(d, close, refresh), 'dataset-edit-panel');
+  };
+  async function refresh() {
     try {
       const rows = await get('datasets');
       fill(listBox, table([
@@ -47,33 +76,49 @@ export async function mount(root) {
         { label: 'Quota', class: 'num', cell: (d) => (d.quota ? fmt.bytes(d.quota) : 'none') },
         { label: 'Used', class: 'num', cell: (d) => fmt.bytes(d.used) },
         { label: 'Compression', cell: (d) => d.compression },
+        { label: 'Owner', cell: (d) => h('span', { class: 'mono', 'data-testid': 'owner' },
+          d.mode ? `${d.uid}:${d.gid} ${d.mode}` : '—') },
         { label: 'NFS exports', class: 'num', cell: (d) => d.exports },
-        { label: 'Actions', cell: (d) => h('div', { class: 'actions' }, quotaEditor(d, refresh),
+        { label: 'Actions', cell: (d) => h('div', { class: 'actions' },
+          button('Edit', { class: 'btn small', 'data-testid': `dataset-edit-${d.full_name}`, onclick: () => openEdit(d) }),
           button('Delete', { class: 'btn small danger', 'data-testid': `dataset-delete-${d.full_name}`,
             onclick: () => action(() => del(`datasets/${key(d.pool, d.name)}`), { confirmText: `Delete dataset ${d.full_name} and all its files?`, ok: `dataset ${d.full_name} deleted`, refresh }) })) },
       ], rows, { testid: 'datasets-table', rowId: (d) => `dataset-row-${d.full_name}`, empty: 'No datasets yet.' }));
     } catch (e) {
       fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list datasets: ${e.message}`));
     }
-  };
+  }
 
   const pool = select({ id: 'ds-pool', name: 'pool' }, poolOptions(pools));
   const name = input({ id: 'ds-name', name: 'name', placeholder: 'share', maxlength: 64 });
   const quota = input({ id: 'ds-quota', name: 'quota', placeholder: 'none' });
   const comp = select({ id: 'ds-compression', name: 'compression' }, ['off', 'lz4']);
   const comment = input({ id: 'ds-comment', name: 'comment', placeholder: 'optional' });
+  const o = ownerFields('ds');
   const err = errorBox('dataset-form-error');
   const form = h('form', { class: 'grid', id: 'dataset-form', 'aria-label': 'Create dataset', novalidate: true },
     field('Pool', pool), field('Name', name, 'letters, digits, _ . : -'), field('Quota', quota, 'e.g. 10G; empty = no quota'),
     field('Compression', comp), field('Comment', comment),
+    field('Mode', o.mode, 'optional, octal, e.g. 0775'), field('Owner UID', o.uid, 'optional'), field('Group GID', o.gid, 'optional'),
     h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'dataset-create' }, 'Create dataset')),
     h('div', { class: 'full' }, err));
   onSubmit(form, err, {
-    check: () => (!pool.value ? 'create a pool first' : null) || v.name(name.value.trim(), 'dataset name') || quotaCheck(quota.value.trim()),
-    run: () => post('datasets', { pool: pool.value, name: name.value.trim(), quota: quotaValue(quota.value.trim()),
-      compression: comp.value, comment: comment.value }),
-    done: async () => { name.value = ''; quota.value = ''; comment.value = ''; showError(err, ''); await refresh(); },
+    check: () => (!pool.value ? 'create a pool first' : null) || v.name(name.value.trim(), 'dataset name') || quotaCheck(quota.value.trim())
+      || ownerCheck(o.mode.value.trim(), o.uid.value.trim(), o.gid.value.trim()),
+    run: () => {
+      const body = { pool: pool.value, name: name.value.trim(), quota: quotaValue(quota.value.trim()),
+        compression: comp.value, comment: comment.value };
+      if (o.mode.value.trim()) body.mode = o.mode.value.trim().padStart(4, '0');
+      if (o.uid.value.trim() !== '') body.uid = Number(o.uid.value);
+      if (o.gid.value.trim() !== '') body.gid = Number(o.gid.value);
+      return post('datasets', body);
+    },
+    done: async () => {
+      for (const el of [name, quota, comment, o.mode, o.uid, o.gid]) el.value = '';
+      showError(err, '');
+      await refresh();
+    },
   });
-  fill(root, h('h1', {}, 'Datasets'), section('Datasets', listBox), section('Create dataset', form));
+  fill(root, h('h1', {}, 'Datasets'), section('Datasets', listBox), editBox, section('Create dataset', form));
   await refresh();
 }

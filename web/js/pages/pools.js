@@ -1,9 +1,10 @@
-// Pools: list with health and capacity; create from member disks (files); delete.
+// Pools: list with health and capacity; create from member disks (files); import a pool
+// from its disks; delete. #/pools/<name> shows one pool (pool_detail.js).
 import { h, fill } from '../dom.js';
 import { get, post, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button, toast } from '../ui.js';
 
 const MIN_MEMBERS = { stripe: 1, mirror: 2, raidz1: 3 };
 const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
@@ -90,13 +91,40 @@ function createForm(refresh) {
   return form;
 }
 
-export async function mount(root) {
+function importForm(refresh) {
+  const name = input({ id: 'import-name', name: 'name', placeholder: 'tank', maxlength: 64 });
+  const disks = h('textarea', { id: 'import-members', name: 'members', placeholder: '/srv/disks/d1.img\n/srv/disks/d2.img' });
+  const comment = input({ id: 'import-comment', name: 'comment', placeholder: 'optional' });
+  const err = errorBox('import-form-error');
+  const form = h('form', { class: 'grid', id: 'import-form', 'aria-label': 'Import pool', novalidate: true },
+    field('Name', name, 'the pool is known by this name here'),
+    h('div', { class: 'span2' }, field('Comment', comment)),
+    h('div', { class: 'full' }, field('Member disks', disks, 'absolute paths, one per line; the disks\' labels give layout and order')),
+    h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'import-submit' }, 'Import pool')),
+    h('div', { class: 'full' }, err));
+  onSubmit(form, err, {
+    check: () => {
+      const paths = v.list(disks.value);
+      return v.name(name.value.trim(), 'pool name')
+        || (paths.length ? null : 'list at least one member disk')
+        || paths.map((d, i) => v.absPath(d, `disk ${i + 1} path`)).find(Boolean)
+        || (new Set(paths).size !== paths.length ? 'each member disk may be listed once' : null);
+    },
+    run: () => post(`pools/${key(name.value.trim())}/import`, { members: v.list(disks.value), comment: comment.value }),
+    done: async (p) => { toast(`pool ${p.name} imported (${p.layout}, ${p.state})`, 'ok'); form.reset(); await refresh(); },
+  });
+  return form;
+}
+
+export async function mount(root, arg) {
+  if (arg) return (await import('./pool_detail.js')).mount(root, arg);
   const listBox = h('div', { id: 'pools-list' });
   const refresh = async () => {
     try {
       const pools = await get('pools');
       fill(listBox, table([
-        { label: 'Name', cell: (p) => h('div', {}, h('strong', {}, p.name), p.comment ? h('span', { class: 'sub' }, p.comment) : null) },
+        { label: 'Name', cell: (p) => h('div', {}, h('a', { href: `#/pools/${encodeURIComponent(p.name)}`, class: 'strong',
+          'data-testid': `pool-open-${p.name}` }, p.name), p.comment ? h('span', { class: 'sub' }, p.comment) : null) },
         { label: 'Layout', cell: (p) => p.layout },
         { label: 'State', cell: (p) => stateBadge(p.state) },
         { label: 'Members', cell: (p) => h('div', {}, (p.members || []).map((m) => h('span', { class: 'sub mono' },
@@ -104,13 +132,17 @@ export async function mount(root) {
         { label: 'Capacity', cell: poolCapacity },
         { label: 'Contents', cell: (p) => h('div', {}, h('span', { class: 'sub' }, plural(p.datasets, 'dataset')),
           h('span', { class: 'sub' }, plural(p.volumes, 'volume'))) },
-        { label: 'Actions', cell: (p) => button('Delete', { class: 'btn small danger', 'data-testid': `pool-delete-${p.name}`,
-          onclick: () => action(() => del(`pools/${key(p.name)}`), { confirmText: `Delete pool ${p.name}? Its member files are released.`, ok: `pool ${p.name} deleted`, refresh }) }) },
+        { label: 'Actions', cell: (p) => h('div', { class: 'actions' },
+          h('a', { class: 'btn small', href: `#/pools/${encodeURIComponent(p.name)}`, 'data-testid': `pool-details-${p.name}` }, 'Details'),
+          button('Delete', { class: 'btn small danger', 'data-testid': `pool-delete-${p.name}`,
+          onclick: () => action(() => del(`pools/${key(p.name)}`), { confirmText: `Delete pool ${p.name}? Its member files are released.`, ok: `pool ${p.name} deleted`, refresh }) })) },
       ], pools, { testid: 'pools-table', rowId: (p) => `pool-row-${p.name}`, empty: 'No pools yet. Create one below.' }));
     } catch (e) {
       fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list pools: ${e.message}`));
     }
   };
-  fill(root, h('h1', {}, 'Pools'), section('Pools', listBox), section('Create pool', createForm(refresh)));
+  fill(root, h('h1', {}, 'Pools'), section('Pools', listBox), section('Create pool', createForm(refresh)),
+    section('Import pool', h('p', { class: 'muted hint-p' }, 'Adopt an existing pool (for example from another nasd) from its member disks.'),
+      importForm(refresh)));
   await refresh();
 }
