@@ -217,6 +217,8 @@ int  vp_msync(struct vpool *p, int m);   /* fdatasync one member, -EIO on failur
 /* ---- power-loss simulation for tests (vpool_sim.c) ---- */
 struct vp_sim *vp_sim_attach(struct vpool *p);
 void vp_sim_kill(struct vp_sim *s);      /* from now on member writes and syncs fail */
+void vp_sim_kill_member(struct vp_sim *s, int m);   /* one member fails all I/O with EIO */
+int  vp_sim_before_read(struct vpool *p, int m);
 int  vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len);
 int  vp_sim_synced(struct vpool *p, int m, uint64_t off, uint64_t len);
 /* after the pool is closed: randomly undo unsynced writes; frees s */

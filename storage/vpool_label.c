@@ -43,7 +43,7 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
     struct vp_member *mb = &p->m[m];
     char *b = buf;
     while (len) {
-        ssize_t r = pread(mb->fd, b, len, (off_t)off);
+        ssize_t r = p->sim && vp_sim_before_read(p, m) ? (errno = EIO, -1) : pread(mb->fd, b, len, (off_t)off);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             int e = errno;

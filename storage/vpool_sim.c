@@ -13,7 +13,7 @@
 
 struct sim_blk { uint64_t off; uint8_t *old; };
 struct sim_member { pthread_mutex_t mu; struct sim_blk *b; size_t n, cap; };
-struct vp_sim { _Atomic int dead; struct sim_member m[VP_MAXM]; };
+struct vp_sim { _Atomic int dead; _Atomic uint32_t dead_members; struct sim_member m[VP_MAXM]; };
 
 struct vp_sim *vp_sim_attach(struct vpool *p)
 {
@@ -26,6 +26,14 @@ struct vp_sim *vp_sim_attach(struct vpool *p)
 
 void vp_sim_kill(struct vp_sim *s) { atomic_store(&s->dead, 1); }
 
+/* One disk dies: every read, write and sync of member m fails with EIO. */
+void vp_sim_kill_member(struct vp_sim *s, int m) { atomic_fetch_or(&s->dead_members, 1u << m); }
+
+int vp_sim_before_read(struct vpool *p, int m)
+{
+    return p->sim && (atomic_load(&p->sim->dead_members) & (1u << m)) ? -EIO : 0;
+}
+
 static bool known(struct sim_member *sm, uint64_t off)
 {
     for (size_t i = 0; i < sm->n; i++) if (sm->b[i].off == off) return true;   /* small sets in tests */
@@ -37,7 +45,7 @@ int vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len)
 {
     struct vp_sim *s = p->sim;
     if (!s) return 0;
-    if (atomic_load(&s->dead)) return -EIO;
+    if (atomic_load(&s->dead) || (atomic_load(&s->dead_members) & (1u << m))) return -EIO;
     struct sim_member *sm = &s->m[m];
     pthread_mutex_lock(&sm->mu);
     for (uint64_t o = off & ~(uint64_t)(VP_SECTOR - 1); o < off + len; o += VP_SECTOR) {
@@ -60,7 +68,7 @@ int vp_sim_synced(struct vpool *p, int m, uint64_t off, uint64_t len)
 {
     struct vp_sim *s = p->sim;
     if (!s) return 0;
-    if (atomic_load(&s->dead)) return -EIO;
+    if (atomic_load(&s->dead) || (atomic_load(&s->dead_members) & (1u << m))) return -EIO;
     struct sim_member *sm = &s->m[m];
     pthread_mutex_lock(&sm->mu);
     for (size_t i = 0; i < sm->n;) {

@@ -146,6 +146,50 @@ END_TEST
 START_TEST(t_power_loss_stripe) { power_loss_round(VPOOL_STRIPE, 2, (unsigned)_i + 21); }
 END_TEST
 
+/* A disk dies under load (all its I/O fails with EIO): the pool must fault it, go
+ * DEGRADED, keep serving reads and writes, and come back ONLINE after a replace. */
+START_TEST(t_member_dies_online)
+{
+    struct tdir t;
+    tdir_make(&t, 5);
+    struct vpool_member_spec ms[4];
+    for (int i = 0; i < 4; i++) ms[i] = (struct vpool_member_spec){ t.member[i], MEMBER_SIZE };
+    struct vpool *p;
+    char err[256];
+    struct vpool_opts o = { .cache_bytes = 4ull << 20 };   /* small: reads must go to the members */
+    ck_assert_int_eq(vpool_create("die", VPOOL_RAIDZ1, ms, 4, &o, &p, err, sizeof err), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 16ull << 20, 0), 0);
+    struct vp_sim *sim = vp_sim_attach(p);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    write_pattern(b, 0, 8ull << 20, 5, 1);
+    vp_sim_kill_member(sim, 2);
+    check_pattern(b, 0, 8ull << 20, 5);                  /* rebuilt from parity */
+    write_pattern(b, 8ull << 20, 8ull << 20, 6, 1);      /* writes keep working */
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.state, VPOOL_DEGRADED);
+    ck_assert_int_eq(st.members[2].state, VPOOL_M_FAULTED);
+    ck_assert_uint_gt(st.members[2].write_errors + st.members[2].read_errors, 0);
+    ck_assert_uint_eq(st.unrepairable, 0);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    /* cold re-import without the dead disk: everything readable */
+    const char *paths[] = { t.member[0], t.member[1], t.member[3] };
+    ck_assert_int_eq(vpool_import(paths, 3, NULL, &p, err, sizeof err), 0);
+    b = open_vol(p, "v", 4096);
+    check_pattern(b, 0, 8ull << 20, 5);
+    check_pattern(b, 8ull << 20, 8ull << 20, 6);
+    ck_assert_int_eq(vpool_member_replace(p, 2, t.member[4], MEMBER_SIZE), 0);
+    vpool_wait_background(p);
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.state, VPOOL_ONLINE);
+    ck_assert_uint_eq(st.unrepairable, 0);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 int main(void)
 {
     nasd_log_level = LOG_ERR;   /* the dying pool complains a lot, by design */
@@ -155,6 +199,7 @@ int main(void)
     tcase_add_loop_test(tc, t_power_loss_raidz1, 0, 6);
     tcase_add_loop_test(tc, t_power_loss_mirror, 0, 3);
     tcase_add_loop_test(tc, t_power_loss_stripe, 0, 2);
+    tcase_add_test(tc, t_member_dies_online);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
