@@ -304,6 +304,31 @@ try {
   await until(async () => (await nfsRow.locator('[data-testid="status"]').textContent()) === 'active', 'edited export active');
   await page.screenshot({ path: path.join(shots, 'nfs.png'), fullPage: true });
 
+  begin(`edit iSCSI export ${TARGET}: alias and CHAP, then the alias again keeping the stored secret`);
+  await go('iscsi');
+  const iRow = tid(`iscsi-row-${TARGET}`);
+  await tid(`iscsi-edit-${TARGET}`).click();
+  check(await tid(`iscsi-edit-lun-${POOL}/${VOL}`).isChecked(), 'edit form does not show the current LUN');
+  await page.fill('#iscsi-edit-alias', 'e2e disk');
+  await page.fill('#iscsi-edit-chap-user', 'e2euser');
+  await page.fill('#iscsi-edit-chap-secret', 'short');
+  await page.click('#iscsi-save'); // refused in the browser: secret too short
+  await until(async () => /12\.\.16/.test(await tid('iscsi-edit-form-error').textContent()), 'CHAP secret length message');
+  await page.fill('#iscsi-edit-chap-secret', 'e2esecret1234');
+  await page.screenshot({ path: path.join(shots, 'iscsi-edit.png'), fullPage: true });
+  await page.click('#iscsi-save');
+  await until(async () => (await iRow.locator('[data-testid="chap"]').textContent()) === 'e2euser'
+    && (await iRow.locator('[data-testid="alias"]').count()) === 1, 'CHAP user and alias in the row');
+  await tid(`iscsi-edit-${TARGET}`).click();
+  check(await page.getAttribute('#iscsi-edit-chap-secret', 'placeholder') === '(unchanged)', 'stored secret not indicated');
+  await page.fill('#iscsi-edit-alias', 'e2e disk 2');
+  await page.click('#iscsi-save');
+  await until(async () => (await iRow.locator('[data-testid="alias"]').textContent()) === 'alias e2e disk 2', 'new alias in the row');
+  const target = await page.evaluate(async (n) => (await fetch(`/api/v1/exports/iscsi/${n}`)).json(), TARGET);
+  check(target.chap_user === 'e2euser' && target.chap_secret_set === true && target.luns.length === 1 && target.luns[0].lun === 0,
+    `export after edits: ${JSON.stringify({ chap_user: target.chap_user, secret: target.chap_secret_set, luns: target.luns })}`);
+  await until(async () => (await iRow.locator('[data-testid="status"]').textContent()) === 'active', 'edited target active');
+
   check(jsErrors.length === 0, `JavaScript errors in the page: ${jsErrors.join(' | ')}`);
   ok = true;
 } catch (e) {
