@@ -57,16 +57,19 @@ static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
         bool good = false;
         for (int m = 0; m < p->n; m++) {
             if (!vp_readable(p, m)) continue;
-            if (vp_mread(p, m, tmp, VP_SECTOR, off) == 0 && sect_ok(cs, tmp)) {
+            bool read_ok = vp_mread(p, m, tmp, VP_SECTOR, off) == 0;
+            if (read_ok && sect_ok(cs, tmp)) {
                 if (!good) memcpy(buf, tmp, VP_SECTOR);
                 good = true;
-            } else bad |= 1u << m;
+            } else {
+                bad |= 1u << m;
+                if (read_ok) atomic_fetch_add(&p->m[m].ck_err, 1);
+            }
         }
         if (good) {
             rc = 0;
             for (int m = 0; m < p->n; m++) {
-                if (!(bad & (1u << m))) continue;
-                atomic_fetch_add(&p->m[m].ck_err, 1);
+                if (!(bad & (1u << m)) || !vp_readable(p, m)) continue;
                 if (vp_mwrite(p, m, buf, VP_SECTOR, off) == 0) atomic_fetch_add(&p->repaired, 1);
             }
         }
@@ -74,9 +77,10 @@ static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
         int dm = vp_col_member(p, row, col);
         bool dm_bad = false;
         if (vp_readable(p, dm)) {
-            if (vp_mread(p, dm, buf, VP_SECTOR, off) == 0 && sect_ok(cs, buf)) { free(tmp); return 0; }
-            dm_bad = vp_readable(p, dm);
-            if (dm_bad) atomic_fetch_add(&p->m[dm].ck_err, 1);
+            bool read_ok = vp_mread(p, dm, buf, VP_SECTOR, off) == 0;
+            if (read_ok && sect_ok(cs, buf)) { free(tmp); return 0; }
+            dm_bad = vp_readable(p, dm);       /* still usable: rewrite it once rebuilt */
+            if (read_ok) atomic_fetch_add(&p->m[dm].ck_err, 1);
         }
         if (p->layout == VPOOL_RAIDZ1) {
             memset(buf, 0, VP_SECTOR);
