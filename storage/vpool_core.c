@@ -24,7 +24,6 @@ static struct vpool *pool_new(void)
     pthread_mutex_init(&p->pend_lock, NULL);
     pthread_mutex_init(&p->commit_lock, NULL);
     pthread_mutex_init(&p->bg_lock, NULL);
-    pthread_cond_init(&p->bg_cond, NULL);
     pthread_mutex_init(&p->flush_mu, NULL);
     pthread_cond_init(&p->flush_cv, NULL);
     for (int i = 0; i < VP_ROW_LOCKS; i++) pthread_mutex_init(&p->row_lock[i], NULL);

@@ -139,7 +139,6 @@ struct vpool {
 
     /* background scrub / resilver */
     pthread_mutex_t bg_lock;
-    pthread_cond_t bg_cond;
     pthread_t bg_thread;
     bool bg_active;               /* thread exists (joinable) */
     _Atomic int bg_stop;
@@ -149,7 +148,7 @@ struct vpool {
     _Atomic uint64_t scrub_repaired, scrub_unrepairable, scrub_started, scrub_finished;
     uint32_t resilver_mask;       /* members to rebuild */
     uint8_t *changed_au;          /* AUs written while some member was offline */
-    int changed_any;
+    int changed_any;              /* any changed_au set since the last offline */
 
     _Atomic uint64_t repaired, unrepairable;
     struct vp_sim *sim;           /* power-loss simulation (tests only), NULL normally */

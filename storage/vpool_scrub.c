@@ -36,7 +36,8 @@ static void *bg_main(void *arg)
     uint64_t rep = 0, unrep = 0;
     int rc = 0;
     atomic_store(&p->bg_total, p->rows);
-    for (uint64_t row = 0; row < p->rows && !rc; row++) {
+    uint64_t rows = kind == BG_RESILVER_CHANGED && !p->changed_any ? 0 : p->rows;   /* nothing written meanwhile */
+    for (uint64_t row = 0; row < rows && !rc; row++) {
         if (atomic_load(&p->bg_stop)) { rc = -ECANCELED; break; }
         atomic_store(&p->bg_done, row);
         if (!vp_row_live(p, row)) continue;
