@@ -154,6 +154,7 @@ int vp_commit(struct vpool *p)
     pthread_mutex_unlock(&p->pend_lock);
 
     int rc = 0;
+    bool recs_journaled = false;
     struct { uint64_t key, dgen; } *clean = NULL;
     size_t nclean = n;
     if (n) {
@@ -179,6 +180,7 @@ int vp_commit(struct vpool *p)
             nr = 0;
         }
         if (!rc) rc = write_batch(p, recs, nr, ws + i, cnt);
+        if (!rc) recs_journaled = true;
         if (!rc && cnt) rc = vp_apply_writes(p, ws + i, cnt);
         if (rc) break;
         i += cnt;
@@ -189,6 +191,19 @@ done:
     if (atomic_load(&p->durable_gen) < target) atomic_store(&p->durable_gen, target);
     if (atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
 out:
+    if (rc && nrec && !recs_journaled) {   /* keep the metadata deltas, in order, for the next try */
+        pthread_mutex_lock(&p->pend_lock);
+        struct vp_rec *m = malloc((nrec + p->npend) * sizeof *m);
+        if (m) {
+            memcpy(m, recs, nrec * sizeof *m);
+            if (p->npend) memcpy(m + nrec, p->pend, p->npend * sizeof *m);
+            free(p->pend);
+            p->pend = m;
+            p->npend += nrec;
+            p->pend_cap = p->npend;
+        }
+        pthread_mutex_unlock(&p->pend_lock);
+    }
     if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
     free(clean); free(ws); free(arena); free(extra); free(recs);
     return rc;
