@@ -18,6 +18,16 @@ int vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_o
         if (!p->au[i].vol_id) { au = i; break; }
     }
     if (au == p->n_au) { pthread_mutex_unlock(&p->alloc_lock); return -ENOSPC; }
+    /* a free AU reads as zeros; should stale checksums survive anywhere (they should
+     * not), clear them first so old data can never show through */
+    bool stale = false;
+    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++)
+        if (vp_csum_get(p, s)) { vp_csum_set(p, s, 0); stale = true; }
+    if (stale) {
+        log_warn("vpool %s: free AU %llu had checksums; cleared", p->name, (unsigned long long)au);
+        struct vp_rec z = { .type = VP_REC_ZERO, .a = au * VP_AU_SECT, .b = VP_AU_SECT };
+        vp_pend_add(p, &z);
+    }
     vp_au_set(p, au, v->id, (uint32_t)vext);
     p->au_used++;
     p->au_cursor = au + 1;
