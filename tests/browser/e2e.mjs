@@ -73,6 +73,11 @@ page.on('response', (r) => {
 });
 
 const tid = (id) => page.locator(`[data-testid="${id}"]`);
+// Close the notices (they would cover the lower part of a screenshot).
+const dismissToasts = async () => {
+  const close = page.locator('#toasts button[aria-label="dismiss"]');
+  while (await close.count()) await close.first().click({ timeout: 1000 }).catch(() => {}); // one may time out by itself
+};
 const go = async (hash) => { await page.goto(`${base}/#/${hash}`); await page.locator('main h1').waitFor(); };
 
 async function fillPoolForm(name, layout, files) {
@@ -230,6 +235,9 @@ try {
   begin('offline member 1 through the UI: pool DEGRADED');
   await tid('member-offline-1').click();
   await until(async () => (await poolState()) === 'DEGRADED' && (await memberState(1)) === 'OFFLINE', 'pool DEGRADED, member 1 OFFLINE');
+  check(/member 1 is OFFLINE/.test(await tid('pool-notice').textContent()), 'no notice about the offline member');
+  await dismissToasts();
+  await page.screenshot({ path: path.join(shots, 'pool-degraded.png'), fullPage: true });
 
   begin('offlining member 2 too is refused by the API and its message shown');
   await tid('member-offline-2').click();
@@ -244,7 +252,21 @@ try {
   await tid('member-online-1').click();
   await until(async () => (await poolState()) === 'ONLINE' && (await memberState(1)) === 'ONLINE'
     && (await tid('resilver-status').textContent()) === 'idle', 'pool ONLINE after the resilver', 30000, 200);
+  check(await tid('pool-notice').count() === 0, 'degraded notice still shown');
   check(memberReplies.some(([op, m, st]) => op === 'online' && m === 1 && st === 200), 'online request did not succeed');
+
+  const newDisk = path.join(tmp, 'disk4.img');
+  begin(`replace member 0 with a new file ${newDisk} through the form: resilver, ONLINE`);
+  await tid('member-replace-0').click();
+  check(await page.inputValue('#replace-member') === '0', 'Replace… did not pick member 0 in the form');
+  await page.fill('#replace-path', newDisk);
+  await page.fill('#replace-size', '128M');
+  await page.click('#replace-submit');
+  await until(async () => (await tid('member-row-0').textContent()).includes(newDisk), 'new disk listed as member 0');
+  await until(async () => (await poolState()) === 'ONLINE' && (await memberState(0)) === 'ONLINE'
+    && (await tid('resilver-status').textContent()) === 'idle', 'pool ONLINE after resilvering the new disk', 30000, 200);
+  check(fs.statSync(newDisk).size === 128 * 1024 * 1024, 'replacement file not created at 128M');
+  await dismissToasts();
   await page.screenshot({ path: path.join(shots, 'pool.png'), fullPage: true });
 
   if (opt['import-dir']) {
@@ -262,6 +284,7 @@ try {
     await imported.waitFor();
     await until(async () => (await imported.locator('[data-testid="state"]').textContent()) === 'ONLINE', 'imported pool ONLINE');
     log(`  imported: ${(await imported.locator('td').nth(1).textContent())}, ${importDisks.length} disks, ONLINE`);
+    await page.screenshot({ path: path.join(shots, 'pools.png'), fullPage: true });
   }
 
   begin(`create dataset ${POOL}/${DS} with owner 1000:1000 mode 0770`);
@@ -281,6 +304,7 @@ try {
   await tid(`dataset-edit-${POOL}/${DS}`).click();
   check(await page.inputValue('#ds-edit-mode') === '0770', 'edit form does not show the current mode');
   await page.fill('#ds-edit-mode', '0775');
+  await page.screenshot({ path: path.join(shots, 'dataset-edit.png'), fullPage: true });
   await page.click('#dataset-save');
   await until(async () => (await dsRow.locator('[data-testid="owner"]').textContent()) === '1000:1000 0775', 'mode 0775 in the row');
 

@@ -128,7 +128,11 @@ export async function mount(root, name) {
       return;
     }
     if (disposed) return;
-    fill(summaryBox, summary(p), poolCapacity(p), p.error ? h('div', { class: 'error', role: 'alert' }, p.error) : null);
+    const down = (p.members || []).filter((m) => m.state !== 'ONLINE');
+    fill(summaryBox, summary(p), poolCapacity(p), p.error ? h('div', { class: 'error', role: 'alert' }, p.error) : null,
+      down.length && !p.error ? h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'pool-notice' },
+        `${down.map((m) => `member ${m.index} is ${m.state}`).join(', ')}: ${p.state === 'DEGRADED'
+          ? 'the pool runs without full redundancy. Bring it online or replace it.' : 'see the member list below.'}`) : null);
     fill(maintBox, maintenance(p, startScrub));
     fill(membersBox, membersTable(p, refresh, pickForReplace));
     // rebuild the replace form only when the member list changed, so typing is not lost while polling
