@@ -4,6 +4,7 @@
 #include "storage/vpool_impl.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define VC_SHARDS 256
 
@@ -25,6 +26,14 @@ struct vc_shard {
 } __attribute__((aligned(64)));
 
 struct vp_cache {
+    /* one byte per key, set while the key is in the table (changed under its shard
+     * lock): a miss, the common case for random reads, costs no lock at all */
+    _Atomic uint8_t *present;
+    uint64_t nkeys;
+    /* admission filter: a clean sector read from disk is cached on its second miss
+     * within a while, so one-off random reads and scans do not churn the cache */
+    _Atomic uint64_t *ghost;
+    size_t nghost;
     struct vc_shard sh[VC_SHARDS];
     _Atomic uint64_t ndirty;
     /* bumped (under the shard lock) by every dirty write and drop: a reader that saw
@@ -34,8 +43,17 @@ struct vp_cache {
 
 uint64_t vc_epoch(struct vp_cache *c) { return atomic_load(&c->epoch); }
 
+
 static inline uint64_t vc_hash(uint64_t k) { k *= 0x9E3779B97F4A7C15ull; return k ^ (k >> 29); }
 static inline struct vc_shard *vc_shard_of(struct vp_cache *c, uint64_t key) { return &c->sh[vc_hash(key) % VC_SHARDS]; }
+
+bool vc_admit(struct vp_cache *c, uint64_t key)
+{
+    _Atomic uint64_t *g = &c->ghost[(vc_hash(key) >> 24) & (c->nghost - 1)];
+    if (atomic_load_explicit(g, memory_order_relaxed) == key + 1) return true;
+    atomic_store_explicit(g, key + 1, memory_order_relaxed);
+    return false;
+}
 
 static void l_init(struct vc_list *l) { l->head.prev = l->head.next = &l->head; }
 static void l_del(struct vc_ent *e) { e->prev->next = e->next; e->next->prev = e->prev; }
@@ -45,12 +63,19 @@ static void l_push(struct vc_list *l, struct vc_ent *e)
     l->head.next->prev = e; l->head.next = e;
 }
 
-struct vp_cache *vc_new(uint64_t bytes)
+struct vp_cache *vc_new(uint64_t bytes, uint64_t nkeys)
 {
     struct vp_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    c->nkeys = nkeys;
+    c->present = mmap(NULL, nkeys, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (c->present == MAP_FAILED) { free(c); return NULL; }
     size_t per = bytes / VP_SECTOR / VC_SHARDS;
     if (per < 16) per = 16;
+    c->nghost = 1;
+    while (c->nghost < per * VC_SHARDS * 4) c->nghost <<= 1;
+    c->ghost = calloc(c->nghost, sizeof *c->ghost);
+    if (!c->ghost) { munmap((void *)c->present, nkeys); free(c); return NULL; }
     for (int i = 0; i < VC_SHARDS; i++) {
         struct vc_shard *s = &c->sh[i];
         pthread_mutex_init(&s->mu, NULL);
@@ -74,6 +99,8 @@ void vc_free(struct vp_cache *c)
         free(s->ht);
         pthread_mutex_destroy(&s->mu);
     }
+    free((void *)c->ghost);
+    munmap((void *)c->present, c->nkeys);
     free(c);
 }
 
@@ -89,6 +116,7 @@ static void vc_remove(struct vp_cache *c, struct vc_shard *s, struct vc_ent **pp
     struct vc_ent *e = *pp;
     *pp = e->hnext;
     l_del(e);
+    if (e->key < c->nkeys) atomic_store_explicit(&c->present[e->key], 0, memory_order_release);
     if (e->dirty) atomic_fetch_sub(&c->ndirty, 1);
     s->n--;
     free(e->data);
@@ -97,6 +125,9 @@ static void vc_remove(struct vp_cache *c, struct vc_shard *s, struct vc_ent **pp
 
 bool vc_lookup(struct vp_cache *c, uint64_t key, void *buf)
 {
+    /* A writer sets the byte (under the shard lock) before its write is acknowledged,
+     * so a read issued after that acknowledgement cannot miss it here. */
+    if (key < c->nkeys && !atomic_load_explicit(&c->present[key], memory_order_acquire)) return false;
     struct vc_shard *s = vc_shard_of(c, key);
     pthread_mutex_lock(&s->mu);
     struct vc_ent *e = *vc_slot(s, key);
@@ -120,6 +151,7 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
         struct vc_ent **vp = vc_slot(s, e->key);
         *vp = e->hnext;
         l_del(e);
+        if (e->key < c->nkeys) atomic_store_explicit(&c->present[e->key], 0, memory_order_release);
         s->n--;
     } else {
         e = calloc(1, sizeof *e);
@@ -130,6 +162,7 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
     e->key = key;
     e->dirty = false;
     e->dgen = 0;
+    if (key < c->nkeys) atomic_store_explicit(&c->present[key], 1, memory_order_release);
     size_t b = (vc_hash(key) >> 16) & (s->nbuckets - 1);
     e->hnext = s->ht[b];
     s->ht[b] = e;

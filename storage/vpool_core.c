@@ -76,7 +76,7 @@ fail:
 static int pool_start(struct vpool *p, const struct vpool_opts *o)
 {
     uint64_t cb = o && o->cache_bytes ? o->cache_bytes : VP_DEFAULT_CACHE;
-    p->cache = vc_new(cb);
+    p->cache = vc_new(cb, p->n_sect);
     if (!p->cache) return -ENOMEM;
     p->dirty_max = cb / 2 / VP_SECTOR;
     if (p->dirty_max < 1024) p->dirty_max = 1024;
