@@ -111,7 +111,9 @@ export async function mount(root, name) {
 
   const schedule = (p) => {
     clearTimeout(timer);
-    if (!disposed && p && ((p.scrub && p.scrub.running) || (p.resilver && p.resilver.running)))
+    const busy = p && ((p.scrub && p.scrub.running) || (p.resilver && p.resilver.running)
+      || (p.members || []).some((m) => m.state === 'RESILVERING'));
+    if (!disposed && busy)
       timer = setTimeout(refresh, POLL_MS);
   };
   const pickForReplace = (idx) => {
