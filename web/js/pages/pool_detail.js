@@ -130,6 +130,8 @@ export async function mount(root, name) {
       return;
     }
     if (disposed) return;
+    // a pool whose engine could not start lists its members without index or counters
+    p.members = (p.members || []).map((m, i) => ({ index: i, ...m }));
     const down = (p.members || []).filter((m) => m.state !== 'ONLINE');
     fill(summaryBox, summary(p), poolCapacity(p), p.error ? h('div', { class: 'error', role: 'alert' }, p.error) : null,
       down.length && !p.error ? h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'pool-notice' },
