@@ -72,7 +72,7 @@ bool pr_conflict(struct scsi_cmd *c)
     pthread_mutex_lock(&lu->lock);
     if (lu->res6_held && strcmp(lu->res6_holder, c->nexus)) {
         /* SPC-2 reservation: everything but a few inquiry-type commands conflicts */
-        conflict = !(op == 0x12 || op == 0xa0 || op == 0x03 || op == 0x17 || op == 0x25 || op == 0x9e);
+        conflict = !(op == 0x12 || op == 0xa0 || op == 0x03 || op == 0x17 || op == 0x25 || op == 0x9e || op == 0xa3);
     } else if (lu->pr_held && !is_holder(lu, c->nexus)) {
         bool registered = find_reg(lu, c->nexus) >= 0;
         bool w = is_write_op(op), r = is_read_op(op);

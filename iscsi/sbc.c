@@ -218,6 +218,10 @@ int scsi_prepare(struct scsi_cmd *c)
         }
         invalid_cdb(c, 1, 4);
         return 1;
+    case 0xa3:                                               /* MAINTENANCE IN */
+        if ((cdb[1] & 0x1f) == 0x0c) { c->dir = DIR_IN; return 0; }   /* REPORT SUPPORTED OPCODES */
+        invalid_cdb(c, 1, 4);
+        return 1;
     case 0x42: {                                             /* UNMAP */
         if (!c->lu->bdev->ops->unmap) break;
         if (cdb[1] & 0x01) { invalid_cdb(c, 1, 0); return 1; } /* ANCHOR */
@@ -438,6 +442,7 @@ void scsi_execute(struct scsi_cmd *c)
     case 0x12: spc_inquiry(c); return;
     case 0x1a: case 0x5a: spc_mode_sense(c); return;
     case 0xa0: spc_report_luns(c); return;
+    case 0xa3: spc_report_opcodes(c); return;
     case 0x16: spc_reserve6(c, true); return;
     case 0x17: spc_reserve6(c, false); return;
     case 0x5e: pr_in(c); return;

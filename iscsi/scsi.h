@@ -115,6 +115,7 @@ void spc_mode_sense(struct scsi_cmd *c);
 void spc_report_luns(struct scsi_cmd *c);
 void spc_request_sense(struct scsi_cmd *c);
 void spc_reserve6(struct scsi_cmd *c, bool reserve);
+void spc_report_opcodes(struct scsi_cmd *c);
 void pr_in(struct scsi_cmd *c);
 void pr_out(struct scsi_cmd *c);
 /* RESERVATION CONFLICT check for a command on c->lu; true = conflict (status set). */
