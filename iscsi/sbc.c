@@ -197,8 +197,15 @@ int scsi_prepare(struct scsi_cmd *c)
             c->dir = DIR_OUT; c->dout_need = 2 * c->nblocks * bs;
             c->slow = true;
             return 0;
-        case 0x8b:                                           /* ORWRITE: not supported */
-            break;
+        case 0x8b:                                           /* ORWRITE(16) */
+            if (prot) { invalid_cdb(c, 1, 7); return 1; }
+            if (!range_ok(c)) return 1;
+            if (!xfer_ok(c, bytes, 10)) return 1;
+            c->fua = cdb[1] & 0x08;
+            c->kind = NASD_OP_WRITE;
+            c->dir = DIR_OUT; c->dout_need = (uint32_t)bytes;
+            c->slow = true;
+            return 0;
         }
     }
 
@@ -314,6 +321,27 @@ static void do_compare_and_write(struct scsi_cmd *c)
     if (r) io_error(c, r, true);
     else c->io_bytes = len;
 out:
+    pthread_mutex_unlock(&c->lu->lock);
+    free(buf);
+}
+
+/* ORWRITE: new = old | data-out, atomic against COMPARE AND WRITE / ORWRITE. */
+static void do_orwrite(struct scsi_cmd *c)
+{
+    uint32_t bs = c->lu->bdev->block_size;
+    uint32_t len = c->dout_len;
+    if (!len) return;
+    uint8_t *buf = malloc(len);
+    if (!buf) { scsi_set_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); return; }
+    pthread_mutex_lock(&c->lu->lock);
+    int r = nasd_bdev_read(c->lu->bdev, buf, c->lba * bs, len);
+    if (r) io_error(c, r, false);
+    else {
+        for (uint32_t i = 0; i < len; i++) buf[i] |= c->dout[i];
+        r = nasd_bdev_write(c->lu->bdev, buf, c->lba * bs, len, c->fua ? NASD_IO_FUA : 0);
+        if (r) io_error(c, r, true);
+        else c->io_bytes = len;
+    }
     pthread_mutex_unlock(&c->lu->lock);
     free(buf);
 }
@@ -465,6 +493,7 @@ void scsi_execute(struct scsi_cmd *c)
     }
     case 0x41: case 0x93: do_write_same(c); return;
     case 0x89: do_compare_and_write(c); return;
+    case 0x8b: do_orwrite(c); return;
     case 0x42: do_unmap(c); return;
     }
     scsi_set_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
