@@ -11,10 +11,15 @@
  * row slice, not per 64 KiB chunk).
  *
  * Crash safety: data is written in place, but only after the batch (data + metadata
- * deltas) is durable in a journal on >= 2 members; metadata (volume table, allocation
+ * deltas) is durable in a journal on 2 members (all for a mirror); metadata (volume table, allocation
  * table, checksum table) is checkpointed twice per member with per-page checksums.
- * Import replays the journal, so a kill -9 never loses an acknowledged flush/FUA
- * write and never leaves raidz parity or metadata torn.
+ * Import replays the journal, so a kill -9 or power loss never loses an acknowledged
+ * flush/FUA write and never leaves raidz parity or metadata torn.
+ *
+ * Cache: a RAM cache of 4 KiB sectors (vpool_opts.cache_bytes). Writes without FUA
+ * are buffered there (write-back, up to half of it or a quarter of the journal) and
+ * committed by flush(), FUA, or a background flusher; clean sectors read from disk
+ * are cached on their second miss.
  *
  * All functions return 0 or -errno unless stated otherwise; thread-safe. */
 #include <stddef.h>

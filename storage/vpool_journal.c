@@ -1,7 +1,8 @@
 /* Commit and journal. A commit takes every dirty cached sector plus the pending
- * metadata deltas (allocations, unmaps), writes them as one checksummed batch at the
- * same journal offset on >= 2 members (all members for a mirror), fdatasyncs, and
- * only then writes the data in place and publishes the checksums. Import replays
+ * metadata deltas (allocations, unmaps), writes them as checksummed batches (<= 1000
+ * sectors each) at the same journal offset on 2 members (all members for a mirror)
+ * with pwritev2(RWF_DSYNC), and only then writes the data in place and publishes the
+ * checksums. In-place data is made durable by the next checkpoint. Import replays
  * the batches newer than the last checkpoint, in order; every record is an absolute
  * "set", so replaying over partly checkpointed metadata converges to the same state. */
 #include "storage/vpool_impl.h"
