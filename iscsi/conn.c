@@ -16,7 +16,11 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 
-#define RX_CAP (ISCSI_BHS_LEN + ISCSI_MAX_AHS + 4 + ISCSI_OUR_MRDSL + 8 + 65536)
+/* Receive buffer: starts small (many idle sessions stay cheap) and grows up to the
+ * largest legal PDU plus room for batching. */
+#define RX_INITIAL (64u << 10)
+#define RX_MAX (ISCSI_BHS_LEN + ISCSI_MAX_AHS + 4 + ISCSI_OUR_MRDSL + 8 + 65536)
+#define LOGIN_TIMEOUT_NS (15ull * 1000000000ull)
 
 int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
 int task_data_out(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
@@ -49,12 +53,13 @@ void conn_new(struct net_thread *nt, int fd)
 {
     struct iscsi_conn *c = calloc(1, sizeof *c);
     if (!c) { close(fd); return; }
-    c->rx = malloc(RX_CAP);
+    c->rx = malloc(RX_INITIAL);
     if (!c->rx) { free(c); close(fd); return; }
     c->kind = KIND_CONN;
     c->nt = nt;
     c->fd = fd;
-    c->rx_cap = RX_CAP;
+    c->rx_cap = RX_INITIAL;
+    c->born_ns = nasd_now_ns();
     atomic_init(&c->refs, 1);
     c->mrdsl_tx = 8192;
     c->first_burst = 65536;
@@ -343,7 +348,14 @@ static int process_rx(struct iscsi_conn *c)
         bool hd = c->hdigest, dd = c->ddigest;
         if (dl > ISCSI_OUR_MRDSL) { log_debug("iscsi: data segment %u too long", dl); rc = -1; break; }
         uint64_t total = ISCSI_BHS_LEN + pdu_rest_len(bhs, hd, dd);
-        if (total > c->rx_cap) { rc = -1; break; }
+        if (total > c->rx_cap) {
+            if (total > RX_MAX) { rc = -1; break; }
+            uint8_t *nrx = realloc(c->rx, RX_MAX);       /* grow once, for big data PDUs */
+            if (!nrx) { rc = -1; break; }
+            c->rx = nrx;
+            c->rx_cap = RX_MAX;
+            break;                                      /* bhs moved: re-parse after the read */
+        }
         if (c->rx_len - off < total) break;
         uint8_t *p = bhs + ISCSI_BHS_LEN + ahs;
         if (hd) {
@@ -365,6 +377,19 @@ static int process_rx(struct iscsi_conn *c)
         c->rx_len -= off;
     }
     return rc;
+}
+
+/* Periodic check from the network thread: drop connections that never finish login. */
+void conn_check_timeouts(struct net_thread *nt)
+{
+    uint64_t now = nasd_now_ns();
+    for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->phase == PH_LOGIN && now - c->born_ns > LOGIN_TIMEOUT_NS) {
+            log_info("iscsi: login timeout, dropping connection");
+            conn_close(c);
+        }
+    }
 }
 
 void conn_on_event(struct iscsi_conn *c, uint32_t events)

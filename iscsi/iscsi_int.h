@@ -14,6 +14,8 @@
 #define ISCSI_CMD_WINDOW 256u
 #define ISCSI_LOGIN_MAX_TEXT 65536u
 #define ISCSI_TASK_HASH 256u
+#define ISCSI_MAX_TASKS (2 * ISCSI_CMD_WINDOW)   /* incl. immediate commands */
+#define ISCSI_MAX_DOUT_BYTES (64ull << 20)        /* per connection, waiting for data */
 #define ISCSI_TPGT 1
 
 struct iscsi_tgt {
@@ -78,6 +80,8 @@ struct iscsi_conn {
     enum conn_phase phase;
     bool close_after_flush;
     bool want_out;
+    uint64_t born_ns;
+    uint64_t dout_bytes;               /* data-out buffers held by pending tasks */
     /* receive */
     uint8_t *rx;
     size_t rx_len, rx_cap;
@@ -157,6 +161,7 @@ bool tgt_acl_allows(const struct iscsi_tgt *t, const char *initiator);
 /* conn.c */
 void conn_new(struct net_thread *nt, int fd);
 void conn_on_event(struct iscsi_conn *c, uint32_t events);
+void conn_check_timeouts(struct net_thread *nt);
 void conn_close(struct iscsi_conn *c);
 void conn_put(struct iscsi_conn *c);
 void conn_task_done(struct iscsi_task *t);   /* on the conn's thread after a worker ran it */

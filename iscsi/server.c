@@ -266,8 +266,11 @@ static void *net_main(void *arg)
 {
     struct net_thread *nt = arg;
     struct epoll_event ev[64];
+    uint64_t last_check = nasd_now_ns();
     while (!atomic_load(&nt->stop)) {
-        int n = epoll_wait(nt->epfd, ev, 64, -1);
+        int n = epoll_wait(nt->epfd, ev, 64, 1000);
+        uint64_t now = nasd_now_ns();
+        if (now - last_check > 1000000000ull) { conn_check_timeouts(nt); last_check = now; }
         if (n < 0) { if (errno == EINTR) continue; log_err("iscsi: epoll_wait: %s", strerror(errno)); break; }
         for (int i = 0; i < n; i++) {
             int kind = *(int *)ev[i].data.ptr;

@@ -31,6 +31,7 @@ static void task_unhash(struct iscsi_task *t)
 static void task_free(struct iscsi_task *t)
 {
     task_unhash(t);
+    if (t->dout) t->conn->dout_bytes -= t->out_len;
     free(t->dout);
     free(t->sc.din);
     free(t);
@@ -187,6 +188,7 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     if (itt == ISCSI_RSVD_TAG) return -1;
     struct iscsi_task *old = task_find(c, itt);
     if (old) { log_debug("iscsi: ITT 0x%x already in use", itt); return -1; }
+    if (c->ntasks >= ISCSI_MAX_TASKS) { log_debug("iscsi: too many tasks"); return -1; }
     struct iscsi_task *t = calloc(1, sizeof *t);
     if (!t) return -1;
     t->cpu_mark = cpu_now();
@@ -248,8 +250,15 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
         task_finish_early(t);
         return 0;
     }
+    if (want && c->dout_bytes + want > ISCSI_MAX_DOUT_BYTES) {
+        sc->status = SAM_TASK_SET_FULL;                  /* retry later */
+        t->res_flags = 0;
+        task_finish_early(t);
+        return 0;
+    }
     t->out_len = want;
     if (want) {
+        c->dout_bytes += want;
         t->dout = malloc(want);
         if (!t->dout) { scsi_set_sense(sc, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); task_finish_early(t); return 0; }
         memcpy(t->dout, data, dlen);

@@ -41,6 +41,8 @@ BAD_INI=iqn.2026-12.test:intruder
 echo "== malformed PDUs"
 start plain --iqn "$IQN" --file "$tmp/lun0.img" --allow iqn.2026-12.test:malformed --allow "$OK_INI"
 plain_pid=${pids[-1]}
+"$B/tools/iscsi_malformed" --idle "$port" "$IQN" >"$tmp/idle.out" 2>&1 &   # checked at the end (~15 s)
+idle_pid=$!
 "$B/tools/iscsi_malformed" "$port" "$IQN" || fail=1
 check "target process survived" 0 kill -0 "$plain_pid"
 check "normal initiator still served (iscsi-inq)" 0 iscsi-inq -i "$OK_INI" "iscsi://127.0.0.1:$port/$IQN/0"
@@ -77,6 +79,9 @@ check "no credentials on a CHAP target" 1 iscsi-inq "iscsi://$U"
 check "mutual CHAP, right target secret" 0 iscsi-inq "iscsi://alice%alicesecret1@$U?target_user=target1&target_password=targetsecret2"
 check "mutual CHAP, wrong target secret rejected by initiator" 1 iscsi-inq "iscsi://alice%alicesecret1@$U?target_user=target1&target_password=bogus"
 check "CHAP target still serving" 0 iscsi-readcapacity16 "iscsi://alice%alicesecret1@$U"
+
+wait "$idle_pid" || fail=1
+cat "$tmp/idle.out"
 
 [ $fail = 0 ] && echo "PASS" || echo "FAIL"
 exit $fail

@@ -364,12 +364,20 @@ static int hold(int secs)
 
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "--idle")) {      /* silent connection: login timeout */
+        port = atoi(argv[2]);
+        int fd = dial();
+        bool ok = expect_drop(fd, 25000);
+        close(fd);
+        result("silent connection dropped by the login timeout", ok);
+        return ok ? 0 : 1;
+    }
     if (argc == 4 && !strcmp(argv[1], "--hold")) {
         port = atoi(argv[2]);
         iqn = argv[3];
         return hold(20);
     }
-    if (argc != 3) { fprintf(stderr, "usage: iscsi_malformed [--hold] PORT TARGET-IQN\n"); return 2; }
+    if (argc != 3) { fprintf(stderr, "usage: iscsi_malformed [--hold|--idle] PORT TARGET-IQN\n"); return 2; }
     port = atoi(argv[1]);
     iqn = argv[2];
     result("baseline login + NOP ping", target_alive());
