@@ -1,7 +1,7 @@
 /* REST handlers in-process (no HTTP): validation, status codes, JSON shapes, DB effects.
  * Services are disabled, so export creation must fail cleanly with 503 and leave no row. */
 #include "api/api.h"
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,9 +203,5 @@ int main(void)
     tcase_add_test(tc, exports_without_services);
     tcase_add_test(tc, routing);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

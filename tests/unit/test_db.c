@@ -1,6 +1,6 @@
 /* DB layer: migrations, constraints, row <-> JSON mapping, settings. */
 #include "db/db.h"
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -135,9 +135,5 @@ int main(void)
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, transactions_and_settings);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

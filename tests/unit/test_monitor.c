@@ -1,5 +1,5 @@
 /* Monitor: counter deltas -> rates, histogram percentiles, rings, minute persistence. */
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,9 +224,5 @@ int main(void)
     tcase_add_test(tc, monitor_ticks_and_persists);
     tcase_add_test(tc, thread_starts_and_stops);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

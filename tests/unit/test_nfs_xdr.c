@@ -1,6 +1,6 @@
 /* NFS service building blocks: XDR bounds, RPC call parsing, record marking,
  * file handle MAC, client network (CIDR) matching. */
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,9 +356,5 @@ int main(void)
     tcase_add_test(tc, fh_secret_persists);
     tcase_add_test(tc, cidr);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

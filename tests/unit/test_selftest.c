@@ -1,6 +1,6 @@
 /* Self-test engine: block header encode/verify, latency accumulator, and the block
  * driver against an in-memory back end that can lose or corrupt writes. */
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -227,9 +227,5 @@ int main(void)
     tcase_add_test(tc, driver_writes_detect_lost_writes);
     tcase_add_test(tc, driver_cancel_restores);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -1,6 +1,6 @@
 /* Input validation rules of the REST API. */
 #include "api/validate.h"
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,9 +112,5 @@ int main(void)
     tcase_add_test(tc, paths);
     tcase_add_test(tc, chap);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

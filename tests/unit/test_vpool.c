@@ -1,6 +1,6 @@
 /* Pool engine: layouts, persistence, checksum repair, degraded operation, resilver. */
 #define _GNU_SOURCE
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <stdio.h>
@@ -721,9 +721,5 @@ Suite *vpool_suite(void)
 int main(void)
 {
     nasd_log_level = LOG_WARN;   /* keep the test output readable */
-    SRunner *sr = srunner_create(vpool_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(vpool_suite());
 }

@@ -4,7 +4,7 @@
  * acknowledged write must be there, and raidz1/mirror must also read everything back
  * with a member missing (parity and copies consistent: no write hole). */
 #define _GNU_SOURCE
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -204,9 +204,5 @@ int main(void)
     tcase_add_loop_test(tc, t_power_loss_stripe, 0, 2);
     tcase_add_test(tc, t_member_dies_online);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }

@@ -3,7 +3,7 @@
  * forces commits and evictions, while another thread scrubs and takes a raidz1
  * member offline and online again. Every read is checked against what the thread
  * last wrote; at the end the pool is re-imported and checked once more. */
-#include <check.h>
+#include "tests/unit/check_main.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -143,9 +143,5 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, t_concurrent);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }
