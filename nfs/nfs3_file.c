@@ -10,13 +10,22 @@
 
 enum { UNSTABLE = 0, DATA_SYNC = 1, FILE_SYNC = 2 };
 
-int nfs3_getattr(struct nfs_ctx *c)
+/* Decode a lone file-handle argument and resolve it (GETATTR, ACCESS, FSSTAT, FSINFO,
+ * PATHCONF start this way). -1 on garbage arguments, else 0 with *st set. */
+static int resolve_fh_arg(struct nfs_ctx *c, struct nfs3_obj *o, uint32_t *st)
 {
     struct nfs3_fh fh;
     nfs3_get_fh(c->args, &fh);
     if (c->args->err) return -1;
+    *st = nfs3_resolve(c, &fh, o);
+    return 0;
+}
+
+int nfs3_getattr(struct nfs_ctx *c)
+{
     struct nfs3_obj o;
-    uint32_t st = nfs3_resolve(c, &fh, &o);
+    uint32_t st;
+    if (resolve_fh_arg(c, &o, &st)) return -1;
     nfs3_put_status(c, st);
     if (st == NFS3_OK) nfs3_put_fattr(c, &o.st);
     nfs3_release(&o);
@@ -74,11 +83,9 @@ int nfs3_access(struct nfs_ctx *c)
 
 int nfs3_readlink(struct nfs_ctx *c)
 {
-    struct nfs3_fh fh;
-    nfs3_get_fh(c->args, &fh);
-    if (c->args->err) return -1;
     struct nfs3_obj o;
-    uint32_t st = nfs3_resolve(c, &fh, &o);
+    uint32_t st;
+    if (resolve_fh_arg(c, &o, &st)) return -1;
     if (st) { nfs3_put_status(c, st); nfs3_put_post_op(c, NULL); return 0; }
     char buf[NFS3_PATH_MAX + 1];
     ssize_t n = -1;
@@ -227,11 +234,9 @@ int nfs3_commit(struct nfs_ctx *c)
 
 int nfs3_fsstat(struct nfs_ctx *c)
 {
-    struct nfs3_fh fh;
-    nfs3_get_fh(c->args, &fh);
-    if (c->args->err) return -1;
     struct nfs3_obj o;
-    uint32_t st = nfs3_resolve(c, &fh, &o);
+    uint32_t st;
+    if (resolve_fh_arg(c, &o, &st)) return -1;
     struct statvfs vfs;
     if (!st && fstatvfs(c->exp->fs->root_fd, &vfs) < 0) st = nfs3_errno(errno);
     nfs3_put_status(c, st);
@@ -262,11 +267,9 @@ int nfs3_fsstat(struct nfs_ctx *c)
 
 int nfs3_fsinfo(struct nfs_ctx *c)
 {
-    struct nfs3_fh fh;
-    nfs3_get_fh(c->args, &fh);
-    if (c->args->err) return -1;
     struct nfs3_obj o;
-    uint32_t st = nfs3_resolve(c, &fh, &o);
+    uint32_t st;
+    if (resolve_fh_arg(c, &o, &st)) return -1;
     nfs3_put_status(c, st);
     nfs3_put_post_op(c, st ? NULL : &o.st);
     if (!st) {
@@ -288,11 +291,9 @@ int nfs3_fsinfo(struct nfs_ctx *c)
 
 int nfs3_pathconf(struct nfs_ctx *c)
 {
-    struct nfs3_fh fh;
-    nfs3_get_fh(c->args, &fh);
-    if (c->args->err) return -1;
     struct nfs3_obj o;
-    uint32_t st = nfs3_resolve(c, &fh, &o);
+    uint32_t st;
+    if (resolve_fh_arg(c, &o, &st)) return -1;
     nfs3_put_status(c, st);
     nfs3_put_post_op(c, st ? NULL : &o.st);
     if (!st) {
