@@ -50,6 +50,7 @@ struct iscsi_task {
     uint32_t recv;                     /* next expected data-out offset */
     uint32_t seq_end;                  /* end offset of current unsolicited/R2T sequence */
     uint32_t exp_datasn, r2tsn, ttt;
+    uint32_t tmf_itt;                  /* ABORT TASK answered when the R2T data arrives */
     uint8_t res_flags;                 /* DIN_O / DIN_U override for error paths */
     uint32_t res_count;
     uint64_t t_arrive, cpu_ns, cpu_mark;

@@ -8,6 +8,10 @@
 
 bool conn_check_cmdsn(struct iscsi_conn *c, const uint8_t *bhs);
 
+enum { TMF_COMPLETE = 0, TMF_NO_TASK = 1, TMF_NO_LUN = 2, TMF_REASSIGN_UNSUPPORTED = 4,
+       TMF_NOT_SUPPORTED = 5, TMF_REJECTED = 255 };
+static int send_tmf_rsp(struct iscsi_conn *c, uint32_t itt, uint8_t resp);
+
 static unsigned hslot(uint32_t itt) { return (itt ^ (itt >> 8) ^ (itt >> 16)) % ISCSI_TASK_HASH; }
 
 static struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt)
@@ -298,6 +302,12 @@ int task_data_out(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     memcpy(t->dout + t->recv, data, dlen);
     t->recv += dlen;
     t->exp_datasn++;
+    if (t->aborted) {                              /* ABORT TASK waiting for this sequence */
+        if (!(bhs[1] & BHS_F)) return 0;
+        uint32_t tmf_itt = t->tmf_itt;
+        task_free(t);
+        return send_tmf_rsp(c, tmf_itt, TMF_COMPLETE);
+    }
     if (!(bhs[1] & BHS_F)) { cpu_pause(t); return 0; }
     if (t->recv < t->out_len) {
         if (t->recv != t->seq_end && !unsol) return -1;
@@ -344,8 +354,6 @@ static void abort_lun(struct iscsi_conn *c, const uint8_t *lun_field, bool all_l
     }
 }
 
-enum { TMF_COMPLETE = 0, TMF_NO_TASK = 1, TMF_NO_LUN = 2, TMF_REASSIGN_UNSUPPORTED = 4,
-       TMF_NOT_SUPPORTED = 5, TMF_REJECTED = 255 };
 
 int task_tmf(struct iscsi_conn *c, const uint8_t *bhs)
 {
@@ -358,6 +366,13 @@ int task_tmf(struct iscsi_conn *c, const uint8_t *bhs)
     case 1: {                                                 /* ABORT TASK */
         uint32_t rtt = get_be32(bhs + 20), refsn = get_be32(bhs + 32);
         struct iscsi_task *t = task_find(c, rtt);
+        if (t && !memcmp(t->lun_field, bhs + 8, 8) && t->state == TS_WAIT_R2T && !t->aborted) {
+            /* An R2T is outstanding: answer once its Data-Out sequence has arrived
+             * (RFC 7143 11.5.1), so the initiator never sends data for a dead task. */
+            t->aborted = true;
+            t->tmf_itt = bhs_itt(bhs);
+            return 0;
+        }
         if (t && !memcmp(t->lun_field, bhs + 8, 8)) task_abort(t);
         else if (t) resp = TMF_NO_TASK;
         else resp = TMF_NO_TASK;                 /* already completed (or never seen) */
@@ -391,13 +406,19 @@ int task_tmf(struct iscsi_conn *c, const uint8_t *bhs)
     default:
         resp = TMF_REJECTED;
     }
+    if (send_tmf_rsp(c, bhs_itt(bhs), resp)) return -1;
+    if (close_after) c->close_after_flush = true;
+    return 0;
+}
+
+static int send_tmf_rsp(struct iscsi_conn *c, uint32_t itt, uint8_t resp)
+{
     struct tx_buf *b = tx_new(c, OP_TMF_RSP);
     if (!b) return -1;
     b->hdr[1] = BHS_F;
     b->hdr[2] = resp;
-    put_be32(b->hdr + 16, bhs_itt(bhs));
+    put_be32(b->hdr + 16, itt);
     conn_fill_sn(c, b->hdr, true);
     tx_queue(c, b);
-    if (close_after) c->close_after_flush = true;
     return 0;
 }
