@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "iscsi/iscsi_int.h"
+#include "tests/unit/check_main.h"
 
 /* ---- wire helpers ---- */
 
@@ -411,9 +412,5 @@ int main(void)
     tcase_add_test(scsi, test_sense_build);
     tcase_add_test(scsi, test_execute_roundtrip);
     suite_add_tcase(s, scsi);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    return run_suite(s);
 }
