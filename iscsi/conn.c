@@ -110,6 +110,7 @@ void conn_close(struct iscsi_conn *c)
     if (c->prev) c->prev->next = c->next; else c->nt->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     c->next = c->prev = NULL;
+    server_session_unregister(c->nt->srv, c);
     task_free_all(c);
     if (c->tgt && !c->discovery)                     /* I_T nexus loss ends RESERVE(6) */
         for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);

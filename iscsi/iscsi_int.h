@@ -75,6 +75,9 @@ struct iscsi_conn {
     int kind;                          /* epoll tag: must stay first */
     struct net_thread *nt;
     struct iscsi_conn *next, *prev;    /* per-thread list */
+    struct iscsi_conn *snext, *sprev;  /* server session registry (srv->sess_lock) */
+    bool registered;
+    atomic_bool reinstated;            /* a newer login took over this I_T nexus */
     int fd;
     atomic_int refs;                   /* the thread's own + one per task on a worker */
     bool dead;                         /* socket closed, waiting for worker refs */
@@ -141,6 +144,8 @@ struct iscsi_server {
     struct net_thread *nt;
     atomic_uint rr;
     atomic_uint next_tsih;
+    pthread_mutex_t sess_lock;
+    struct iscsi_conn *sessions;       /* normal sessions in full feature phase */
     /* worker pool */
     unsigned nworkers;
     pthread_t *workers;
@@ -157,6 +162,10 @@ struct iscsi_tgt *server_find_target(struct iscsi_server *s, const char *iqn); /
 /* Appends "TargetName=..\0TargetAddress=..\0" for targets the initiator may see. */
 void server_send_targets(struct iscsi_server *s, struct iscsi_conn *c, const char *which, struct text_out *o);
 void worker_submit(struct iscsi_server *s, struct iscsi_task *t);
+/* Registers c as the session of its I_T nexus; older sessions of the same nexus to the
+ * same target are dropped (session reinstatement, RFC 7143 6.3.5). */
+void server_session_register(struct iscsi_server *s, struct iscsi_conn *c);
+void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c);
 bool tgt_acl_allows(const struct iscsi_tgt *t, const char *initiator);
 
 /* conn.c */

@@ -312,6 +312,7 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
         c->login_stage = nsg;
         if (nsg == 3) {
             c->phase = PH_FFP;
+            if (!c->discovery) server_session_register(c->nt->srv, c);
             c->hdigest = c->neg_hdigest;      /* digests start with the next PDU */
             c->ddigest = c->neg_ddigest;
             free(c->login_acc);

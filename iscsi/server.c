@@ -162,6 +162,37 @@ int iscsi_server_remove_target(struct iscsi_server *s, const char *iqn)
     return 0;
 }
 
+/* ---- session registry ---- */
+
+void server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
+{
+    pthread_mutex_lock(&s->sess_lock);
+    for (struct iscsi_conn *o = s->sessions; o; o = o->snext) {
+        if (o->tgt == c->tgt && !strcmp(o->nexus, c->nexus) && !atomic_load(&o->reinstated)) {
+            atomic_store(&o->reinstated, true);
+            atomic_store(&o->nt->kick_targets, true);
+            kick(o->nt);
+        }
+    }
+    c->sprev = NULL;
+    c->snext = s->sessions;
+    if (s->sessions) s->sessions->sprev = c;
+    s->sessions = c;
+    c->registered = true;
+    pthread_mutex_unlock(&s->sess_lock);
+}
+
+void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c)
+{
+    pthread_mutex_lock(&s->sess_lock);
+    if (c->registered) {
+        if (c->sprev) c->sprev->snext = c->snext; else s->sessions = c->snext;
+        if (c->snext) c->snext->sprev = c->sprev;
+        c->registered = false;
+    }
+    pthread_mutex_unlock(&s->sess_lock);
+}
+
 /* ---- worker pool ---- */
 
 void worker_submit(struct iscsi_server *s, struct iscsi_task *t)
@@ -254,6 +285,9 @@ static void on_kick(struct net_thread *nt)
             if (c->tgt && atomic_load(&c->tgt->removed)) {
                 log_info("iscsi: dropping session of %s (target removed/replaced)", c->initiator);
                 conn_close(c);
+            } else if (atomic_load(&c->reinstated)) {
+                log_info("iscsi: dropping session of %s (reinstated by a new login)", c->initiator);
+                conn_close(c);
             }
         }
     }
@@ -321,6 +355,7 @@ struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *e
     s->kind_listen = KIND_LISTEN;
     pthread_rwlock_init(&s->tgt_lock, NULL);
     pthread_mutex_init(&s->wq_lock, NULL);
+    pthread_mutex_init(&s->sess_lock, NULL);
     pthread_cond_init(&s->wq_cond, NULL);
     atomic_init(&s->next_tsih, 0);
     s->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -410,6 +445,7 @@ void iscsi_server_stop(struct iscsi_server *s)
     free(s->workers);
     pthread_rwlock_destroy(&s->tgt_lock);
     pthread_mutex_destroy(&s->wq_lock);
+    pthread_mutex_destroy(&s->sess_lock);
     pthread_cond_destroy(&s->wq_cond);
     free(s);
 }

@@ -57,6 +57,14 @@ timeout 20 iscsi-ls -i "$OK_INI" "iscsi://127.0.0.1:$port" >"$tmp/ls.out" 2>&1
 if grep -q "$IQN" "$tmp/ls.out"; then printf '%-58s PASS\n' "SendTargets lists target to allowed initiator"
 else echo "SendTargets lists target to allowed initiator      FAIL"; cat "$tmp/ls.out"; fail=1; fi
 
+echo "== session reinstatement"
+"$B/tools/iscsi_malformed" --hold "$port" "$IQN" >"$tmp/hold.out" 2>&1 &
+hold_pid=$!
+for _ in $(seq 50); do grep -q held "$tmp/hold.out" && break; sleep 0.1; done
+check "new login with the same initiator+ISID" 0 "$B/tools/iscsi_malformed" --login "$port" "$IQN"
+if wait "$hold_pid"; then printf '%-58s PASS\n' "older session with that ISID dropped"
+else echo "older session with that ISID dropped                      FAIL"; cat "$tmp/hold.out"; fail=1; fi
+
 echo "== live remove / re-add of the target"
 "$B/tools/iscsi_malformed" --hold "$port" "$IQN" >"$tmp/hold.out" 2>&1 &
 hold_pid=$!

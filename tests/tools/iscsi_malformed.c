@@ -372,12 +372,17 @@ int main(int argc, char **argv)
         result("silent connection dropped by the login timeout", ok);
         return ok ? 0 : 1;
     }
+    if (argc == 4 && !strcmp(argv[1], "--login")) {     /* one login + ping, same ISID as --hold */
+        port = atoi(argv[2]);
+        iqn = argv[3];
+        return target_alive() ? 0 : 1;
+    }
     if (argc == 4 && !strcmp(argv[1], "--hold")) {
         port = atoi(argv[2]);
         iqn = argv[3];
         return hold(20);
     }
-    if (argc != 3) { fprintf(stderr, "usage: iscsi_malformed [--hold|--idle] PORT TARGET-IQN\n"); return 2; }
+    if (argc != 3) { fprintf(stderr, "usage: iscsi_malformed [--hold|--idle|--login] PORT TARGET-IQN\n"); return 2; }
     port = atoi(argv[1]);
     iqn = argv[2];
     result("baseline login + NOP ping", target_alive());
