@@ -62,7 +62,9 @@ integration: all
 # Benchmarks are not tests; each protocol adds its bench-* target in mk/*.mk.
 BENCHES :=
 -include $(wildcard mk/*.mk)
-bench: deps all $(BENCHES)
+bench: deps all
+	@scripts/deps.sh tgt nfs-ganesha nfs-ganesha-vfs rpcbind
+	@$(MAKE) --no-print-directory $(BENCHES)
 
 clean:
 	rm -rf $(B)
