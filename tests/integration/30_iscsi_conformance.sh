@@ -24,23 +24,6 @@ port=$(awk '/^ready/ {print $3}' "$tmp/serve.out")
 if [ -z "$port" ]; then echo "iscsi_serve did not start"; cat "$tmp/serve.err"; exit 1; fi
 
 URL="iscsi://127.0.0.1:$port/$IQN/0"
-start=$(date +%s)
-timeout 600 iscsi-test-cu --dataloss --normal "$URL" "$URL" >"$tmp/cu.log" 2>&1
-rc=$?
-echo "iscsi-test-cu finished in $(( $(date +%s) - start ))s (exit $rc)"
-grep -a -A4 'Run Summary' "$tmp/cu.log"
-echo "skip notices: $(grep -a -c '\[SKIPPED\]' "$tmp/cu.log") (unsupported optional commands, removable-media and sanitize tests)"
-summary=$(grep -a -E '^ +tests +[0-9]+' "$tmp/cu.log")
-failed=$(awk '{print $5}' <<<"$summary")
-total=$(awk '{print $2}' <<<"$summary")
-if [ -z "$summary" ] || [ "$rc" -ne 0 ]; then
-    echo "FAIL: no summary / abnormal exit"; tail -40 "$tmp/cu.log"; exit 1
-fi
-if [ "$failed" != 0 ]; then
-    echo "FAIL: $failed of $total tests failed:"
-    grep -a 'had failures' "$tmp/cu.log" | sort | uniq -c
-    grep -a -A8 'had failures' "$tmp/cu.log" | head -80
-    exit 1
-fi
+. tests/integration/lib.sh
+run_iscsi_test_cu "$URL" "$tmp/cu.log" || exit 1
 if ! kill -0 "$pid" 2>/dev/null; then echo "FAIL: target died"; cat "$tmp/serve.err"; exit 1; fi
-echo "PASS: $total tests, 0 failed"

@@ -75,3 +75,29 @@ expect() {
 
 # jget JSON FILTER — jq filter on a JSON string (jq is installed by scripts/deps.sh)
 jget() { printf '%s' "$1" | jq -r "$2"; }
+
+# run_iscsi_test_cu URL LOG: libiscsi's conformance suite, destructive, every test, with
+# URL twice so the multipath tests run; prints the summary; non-zero if any test FAILED.
+run_iscsi_test_cu() {
+  local url=$1 log=$2 start rc summary failed total
+  command -v iscsi-test-cu >/dev/null || { echo "iscsi-test-cu not installed (libiscsi-bin)"; return 1; }
+  start=$(date +%s)
+  timeout 600 iscsi-test-cu --dataloss --normal "$url" "$url" >"$log" 2>&1
+  rc=$?
+  echo "iscsi-test-cu finished in $(( $(date +%s) - start ))s (exit $rc)"
+  grep -a -A4 'Run Summary' "$log"
+  echo "skip notices: $(grep -a -c '\[SKIPPED\]' "$log") (unsupported optional commands, removable-media and sanitize tests)"
+  summary=$(grep -a -E '^ +tests +[0-9]+' "$log")
+  failed=$(awk '{print $5}' <<<"$summary")
+  total=$(awk '{print $2}' <<<"$summary")
+  if [ -z "$summary" ] || [ "$rc" -ne 0 ]; then
+    echo "FAIL: no summary / abnormal exit"; tail -40 "$log"; return 1
+  fi
+  if [ "$failed" != 0 ]; then
+    echo "FAIL: $failed of $total tests failed:"
+    grep -a 'had failures' "$log" | sort | uniq -c
+    grep -a -A8 'had failures' "$log" | head -80
+    return 1
+  fi
+  echo "PASS: $total tests, 0 failed"
+}
