@@ -23,6 +23,19 @@ static void create_pool(struct tdir *t, enum vpool_layout l, int n, struct vpool
     ck_assert_msg(rc == 0, "create: %d %s", rc, err);
 }
 
+/* A pool with volume "v" whose first data_len bytes hold pattern seed, flushed. */
+static struct vpool *pool_with_data(struct tdir *t, enum vpool_layout l, int n, uint64_t vol_size,
+                                    uint64_t data_len, uint64_t seed)
+{
+    struct vpool *p;
+    create_pool(t, l, n, &p);
+    ck_assert_int_eq(vpool_vol_create(p, "v", vol_size, 0), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    write_pattern(b, 0, data_len, seed, 1);
+    nasd_bdev_put(b);
+    return p;
+}
+
 static struct vpool *import_pool(struct tdir *t, int n, int skip)
 {
     const char *paths[8];
@@ -105,19 +118,14 @@ static void corrupt_repair(enum vpool_layout l, int n)
 {
     struct tdir t;
     tdir_make(&t, n);
-    struct vpool *p;
-    create_pool(&t, l, n, &p);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 8ull << 20, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 4ull << 20, 7, 1);
-    nasd_bdev_put(b);
+    struct vpool *p = pool_with_data(&t, l, n, 8ull << 20, 4ull << 20, 7);
     vpool_close(p);
     p = import_pool(&t, n, -1);
     /* one sector corrupted before a read (repaired by the read), others by scrub */
     corrupt_at(p, &t, "v", 4096 * 3);
     corrupt_at(p, &t, "v", 1 << 20);
     corrupt_at(p, &t, "v", (2 << 20) + 8192);
-    b = open_vol(p, "v", 4096);
+    nasd_bdev *b = open_vol(p, "v", 4096);
     uint8_t buf[4096], want[4096];
     ck_assert_int_eq(nasd_bdev_read(b, buf, 4096 * 3, 4096), 0);
     fill_block(want, 4096 * 3, 7);
@@ -163,15 +171,10 @@ START_TEST(t_stripe_corrupt_unrepairable)
 {
     struct tdir t;
     tdir_make(&t, 2);
-    struct vpool *p;
-    create_pool(&t, VPOOL_STRIPE, 2, &p);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 4ull << 20, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 1ull << 20, 3, 1);
-    nasd_bdev_put(b);
+    struct vpool *p = pool_with_data(&t, VPOOL_STRIPE, 2, 4ull << 20, 1ull << 20, 3);
     vpool_close(p);
     p = import_pool(&t, 2, -1);                       /* cold cache */
-    b = open_vol(p, "v", 4096);
+    nasd_bdev *b = open_vol(p, "v", 4096);
     corrupt_at(p, &t, "v", 8192);
     uint8_t buf[4096];
     ck_assert_int_eq(nasd_bdev_read(b, buf, 8192, 4096), -EIO);   /* detected, never silent */
@@ -188,12 +191,7 @@ START_TEST(t_raidz1_missing_member_replace)
 {
     struct tdir t;
     tdir_make(&t, 5);
-    struct vpool *p;
-    create_pool(&t, VPOOL_RAIDZ1, 4, &p);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 32ull << 20, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 12ull << 20, 11, 1);
-    nasd_bdev_put(b);
+    struct vpool *p = pool_with_data(&t, VPOOL_RAIDZ1, 4, 32ull << 20, 12ull << 20, 11);
     vpool_close(p);
     unlink(t.member[2]);                               /* the disk is gone */
 
@@ -202,7 +200,7 @@ START_TEST(t_raidz1_missing_member_replace)
     vpool_get_status(p, &st);
     ck_assert_int_eq(st.state, VPOOL_DEGRADED);
     ck_assert_int_eq(st.members[2].state, VPOOL_M_MISSING);
-    b = open_vol(p, "v", 4096);
+    nasd_bdev *b = open_vol(p, "v", 4096);
     check_pattern(b, 0, 12ull << 20, 11);
     write_pattern(b, 12ull << 20, 4ull << 20, 12, 1);  /* degraded writes */
     write_pattern_random(b, 16ull << 20, 16ull << 20, 300, 13);
@@ -242,15 +240,10 @@ START_TEST(t_raidz1_zeroed_member_live)
 {
     struct tdir t;
     tdir_make(&t, 4);
-    struct vpool *p;
-    create_pool(&t, VPOOL_RAIDZ1, 4, &p);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 16ull << 20, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 8ull << 20, 21, 1);
-    nasd_bdev_put(b);
+    struct vpool *p = pool_with_data(&t, VPOOL_RAIDZ1, 4, 16ull << 20, 8ull << 20, 21);
     vpool_close(p);
     p = import_pool(&t, 4, -1);                       /* cold cache */
-    b = open_vol(p, "v", 4096);
+    nasd_bdev *b = open_vol(p, "v", 4096);
     /* wipe member 1's data area while the pool is open: every read from it fails its
      * checksum and is rebuilt from parity */
     int fd = open(t.member[1], O_RDWR);
@@ -283,18 +276,13 @@ START_TEST(t_mirror_missing)
 {
     struct tdir t;
     tdir_make(&t, 2);
-    struct vpool *p;
-    create_pool(&t, VPOOL_MIRROR, 2, &p);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 8ull << 20, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 6ull << 20, 31, 1);
-    nasd_bdev_put(b);
+    struct vpool *p = pool_with_data(&t, VPOOL_MIRROR, 2, 8ull << 20, 6ull << 20, 31);
     vpool_close(p);
     p = import_pool(&t, 2, 0);
     struct vpool_status st;
     vpool_get_status(p, &st);
     ck_assert_int_eq(st.state, VPOOL_DEGRADED);
-    b = open_vol(p, "v", 4096);
+    nasd_bdev *b = open_vol(p, "v", 4096);
     check_pattern(b, 0, 6ull << 20, 31);
     write_pattern(b, 6ull << 20, 1ull << 20, 32, 1);
     nasd_bdev_put(b);
@@ -616,12 +604,7 @@ START_TEST(t_fuzz_headers)
 {
     struct tdir t;
     tdir_make(&t, 3);
-    struct vpool *p;
-    create_pool(&t, VPOOL_RAIDZ1, 3, &p);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 8ull << 20, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 2ull << 20, 91, 1);
-    nasd_bdev_put(b);
+    struct vpool *p = pool_with_data(&t, VPOOL_RAIDZ1, 3, 8ull << 20, 2ull << 20, 91);
     /* the header area (labels, journal with batches not yet checkpointed, metadata)
      * is saved before the clean close: each round starts from that crash image */
     struct vp_label l0;
