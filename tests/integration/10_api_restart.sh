@@ -50,10 +50,19 @@ start_nasd "$T"
 [ "$(api GET exports/nfs/tank_share | jq -r .read_only)" = false ] || fail "PATCH lost after kill -9"
 [ "$(api GET exports/iscsi/t1 | jq -r .active)" = true ] || fail "iSCSI export not restored after kill -9"
 
-# teardown order is enforced, then everything goes
+# the exports are live on their protocols, with the initiator ACL applied
+TURL=iscsi://127.0.0.1:$ISCSI_PORT/iqn.2026-12.io.nasd:t1/0
+NURL="nfs://127.0.0.1/tank/share?nfsport=$NFS_PORT&mountport=$MOUNT_PORT"
+iscsi-inq -i iqn.2026-12.test:client "$TURL" >/dev/null 2>&1 || fail "iSCSI export not served"
+iscsi-inq -i iqn.2026-12.test:intruder "$TURL" >/dev/null 2>&1 && fail "initiator ACL not applied"
+nfs-ls "$NURL" >/dev/null 2>&1 || fail "NFS export not served"
+
+# teardown order is enforced, then everything goes; deleted exports vanish from the wire
 expect 409 DELETE pools/tank
 expect 204 DELETE exports/iscsi/t1
+iscsi-inq -i iqn.2026-12.test:client "$TURL" >/dev/null 2>&1 && fail "deleted iSCSI export still served"
 expect 204 DELETE exports/nfs/tank_share
+nfs-ls "$NURL" >/dev/null 2>&1 && fail "deleted NFS export still served"
 expect 204 DELETE volumes/tank/vol1
 expect 204 DELETE datasets/tank/share
 expect 204 DELETE pools/tank
