@@ -5,9 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NASD_NAME_MAX 64
+#define NASD_NAME_MAX 63
 
-/* Object names: 1..64 of [A-Za-z0-9_.:-], not starting with '.' or '-', no "..". */
+/* Object names: 1..63 of [A-Za-z0-9_.:-], not starting with '.' or '-', no "..". */
 int valid_name(const char *s, char *err, size_t errlen);
 /* Sizes: a JSON integer of bytes, or a string "512", "10G", "1.5T", "64KiB", "100MB"
  * (binary units: K M G T P, optional "i"/"B"). Must be > 0 and < 2^63. */

@@ -85,22 +85,12 @@ static int pool_start(struct vpool *p, const struct vpool_opts *o)
     return 0;
 }
 
-static bool valid_name(const char *n)
-{
-    size_t l = n ? strlen(n) : 0;
-    if (!l || l > 63) return false;
-    for (size_t i = 0; i < l; i++)
-        if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= '0' && n[i] <= '9') ||
-              n[i] == '-' || n[i] == '_' || n[i] == '.'))
-            return false;
-    return true;
-}
 
 int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_member_spec *ms, int n,
                  const struct vpool_opts *o, struct vpool **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!valid_name(name)) { vp_set_err(err, errlen, "invalid pool name"); return -EINVAL; }
+    if (!vp_name_ok(name)) { vp_set_err(err, errlen, "invalid pool name"); return -EINVAL; }
     if (n < 1 || n > VP_MAXM || (layout == VPOOL_MIRROR && n < 2) || (layout == VPOOL_RAIDZ1 && n < 3) ||
         layout > VPOOL_RAIDZ1) {
         vp_set_err(err, errlen, "%s needs %s members (max %d)", vpool_layout_name(layout),

@@ -304,3 +304,5 @@ void vp_pool_put(struct vpool *p);
 /* tests/tools: member and byte offset of the sector behind volume offset off
  * (mirror: member 0's copy). */
 int  vp_debug_locate(struct vpool *p, const char *vol, uint64_t off, int *member, uint64_t *moff, uint64_t *psect);
+
+bool vp_name_ok(const char *n);

@@ -277,22 +277,25 @@ static const struct nasd_bdev_ops vol_ops = {
 
 /* ---------------- management ---------------- */
 
-static bool vol_name_ok(const char *n)
+
+static void mark_voltab(struct vpool *p, uint32_t id) { atomic_store(&p->meta_dirty[(id - 1) / VP_VOL_PER_PG], 1); }
+
+/* Pool and volume names as stored in labels and the volume table: 1..63 of [A-Za-z0-9._:-]
+ * (the REST API's name rule). */
+bool vp_name_ok(const char *n)
 {
     size_t l = n ? strlen(n) : 0;
     if (!l || l > 63) return false;
     for (size_t i = 0; i < l; i++)
         if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= '0' && n[i] <= '9') ||
-              n[i] == '-' || n[i] == '_' || n[i] == '.'))
+              n[i] == '-' || n[i] == '_' || n[i] == '.' || n[i] == ':'))
             return false;
     return true;
 }
 
-static void mark_voltab(struct vpool *p, uint32_t id) { atomic_store(&p->meta_dirty[(id - 1) / VP_VOL_PER_PG], 1); }
-
 int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags)
 {
-    if (!vol_name_ok(name) || !size || (flags & ~VPOOL_VOL_LZ4) || size > (1ull << 50)) return -EINVAL;
+    if (!vp_name_ok(name) || !size || (flags & ~VPOOL_VOL_LZ4) || size > (1ull << 50)) return -EINVAL;
     if (atomic_load(&p->closed)) return -ENXIO;
     size = (size + VP_SECTOR - 1) / VP_SECTOR * VP_SECTOR;
     struct vp_vol *v = calloc(1, sizeof *v);

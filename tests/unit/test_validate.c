@@ -19,10 +19,10 @@ START_TEST(names)
     ck_assert_int_eq(valid_name("sp ace", err, sizeof err), -1);
     ck_assert_int_eq(valid_name("uni\xc3\xa9", err, sizeof err), -1);
     char longname[80];
-    memset(longname, 'a', 65);
-    longname[65] = 0;
-    ck_assert_int_eq(valid_name(longname, err, sizeof err), -1);
+    memset(longname, 'a', 64);
     longname[64] = 0;
+    ck_assert_int_eq(valid_name(longname, err, sizeof err), -1);
+    longname[63] = 0; /* pool labels hold 63 characters */
     ck_assert_int_eq(valid_name(longname, err, sizeof err), 0);
 }
 END_TEST

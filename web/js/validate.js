@@ -4,7 +4,7 @@
 
 export function name(v, label = 'name') {
   if (!v) return `${label} is required`;
-  if (v.length > 64) return `${label} longer than 64 characters`;
+  if (v.length > 63) return `${label} longer than 63 characters`;
   const bad = v.search(/[^A-Za-z0-9_.:-]/);
   if (bad >= 0) return `${label} may contain only letters, digits and _ . : - (bad character "${v[bad]}")`;
   if (v[0] === '.' || v[0] === '-') return `${label} may not start with "${v[0]}"`;

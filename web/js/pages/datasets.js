@@ -90,7 +90,7 @@ export async function mount(root) {
   }
 
   const pool = select({ id: 'ds-pool', name: 'pool' }, poolOptions(pools));
-  const name = input({ id: 'ds-name', name: 'name', placeholder: 'share', maxlength: 64 });
+  const name = input({ id: 'ds-name', name: 'name', placeholder: 'share', maxlength: 63 });
   const quota = input({ id: 'ds-quota', name: 'quota', placeholder: 'none' });
   const comp = select({ id: 'ds-compression', name: 'compression' }, ['off', 'lz4']);
   const comment = input({ id: 'ds-comment', name: 'comment', placeholder: 'optional' });

@@ -21,7 +21,7 @@ function lunChecklist(volumes) {
 }
 
 function createForm(volumes, refresh) {
-  const name = input({ id: 'iscsi-name', name: 'name', placeholder: 't1', maxlength: 64 });
+  const name = input({ id: 'iscsi-name', name: 'name', placeholder: 't1', maxlength: 63 });
   const iqn = input({ id: 'iscsi-iqn', name: 'iqn', placeholder: 'default iqn.2026-12.io.nasd:<name>' });
   const luns = lunChecklist(volumes);
   const chapUser = input({ id: 'iscsi-chap-user', name: 'chap_user', placeholder: 'none' });

@@ -10,7 +10,7 @@ function createForm(datasets, refresh) {
   const ds = select({ id: 'nfs-dataset', name: 'dataset' }, datasets.length
     ? datasets.map((d) => ({ value: d.full_name, label: d.full_name }))
     : [{ value: '', label: 'no datasets — create one first' }]);
-  const name = input({ id: 'nfs-name', name: 'name', placeholder: 'default pool_dataset', maxlength: 64 });
+  const name = input({ id: 'nfs-name', name: 'name', placeholder: 'default pool_dataset', maxlength: 63 });
   const path = input({ id: 'nfs-path', name: 'path', placeholder: 'default /pool/dataset' });
   const clients = h('textarea', { id: 'nfs-clients', name: 'clients', placeholder: '192.168.1.0/24\n10.0.0.5\n(empty: any client)' });
   const ro = h('input', { type: 'checkbox', id: 'nfs-read-only' });

@@ -38,7 +38,7 @@ function renumber(list) {
 }
 
 function createForm(refresh) {
-  const name = input({ id: 'pool-name', name: 'name', placeholder: 'tank', required: true, maxlength: 64 });
+  const name = input({ id: 'pool-name', name: 'name', placeholder: 'tank', required: true, maxlength: 63 });
   const layout = select({ id: 'pool-layout', name: 'layout' }, [
     { value: 'stripe', label: 'stripe (no redundancy)' }, { value: 'mirror', label: 'mirror' },
     { value: 'raidz1', label: 'raidz1 (single parity)' }]);
@@ -92,7 +92,7 @@ function createForm(refresh) {
 }
 
 function importForm(refresh) {
-  const name = input({ id: 'import-name', name: 'name', placeholder: 'tank', maxlength: 64 });
+  const name = input({ id: 'import-name', name: 'name', placeholder: 'tank', maxlength: 63 });
   const disks = h('textarea', { id: 'import-members', name: 'members', placeholder: '/srv/disks/d1.img\n/srv/disks/d2.img' });
   const comment = input({ id: 'import-comment', name: 'comment', placeholder: 'optional' });
   const err = errorBox('import-form-error');

@@ -54,7 +54,7 @@ export async function mount(root) {
   };
 
   const pool = select({ id: 'vol-pool', name: 'pool' }, poolOptions(pools));
-  const name = input({ id: 'vol-name', name: 'name', placeholder: 'vol1', maxlength: 64 });
+  const name = input({ id: 'vol-name', name: 'name', placeholder: 'vol1', maxlength: 63 });
   const size = input({ id: 'vol-size', name: 'size', placeholder: '10G' });
   const bs = select({ id: 'vol-block-size', name: 'block_size' }, [{ value: '512', label: '512 bytes' }, { value: '4096', label: '4096 bytes' }]);
   const comp = select({ id: 'vol-compression', name: 'compression' }, ['off', 'lz4']);
