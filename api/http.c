@@ -1,6 +1,7 @@
 /* libmicrohttpd front end: /api/v1 (JSON), /metrics (text) and the static web UI. */
 #define _GNU_SOURCE
 #include "api/api.h"
+#include "api/auth.h"
 #include "nasd/log.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -153,6 +154,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (rq->too_big) return queue_error(conn, 413, "body_too_large", "request body exceeds the limit");
+    if (h->app->cfg.auth && (!strncmp(url, "/api/", 5) || !strcmp(url, "/metrics")) &&
+        !auth_check_header(&h->app->db, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"))) {
+        struct api_reply r = { 0 };
+        api_error(&r, 401, "unauthorized", "an API token is required: Authorization: Bearer <token>");
+        char *s = json_dumps(r.json, JSON_COMPACT);
+        json_decref(r.json);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+        MHD_add_response_header(resp, "Content-Type", "application/json");
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"nasd\"");
+        int rc = MHD_queue_response(conn, 401, resp);
+        MHD_destroy_response(resp);
+        return rc;
+    }
     if (!strncmp(url, "/api/v1/", 8)) return handle_api(h, conn, method, url + 8, rq);
     if (!strcmp(url, "/api/v1") || !strncmp(url, "/api/", 5))
         return queue_error(conn, 404, "not_found", "API lives under /api/v1/");

@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const struct api_resource *resources[] = {
-    &api_pools, &api_datasets, &api_volumes, &api_iscsi_exports, &api_nfs_exports, &api_system,
+    &api_pools, &api_datasets, &api_volumes, &api_iscsi_exports, &api_nfs_exports, &api_system, &api_tokens,
 };
 
 /* Extra resources registered at start (stats, jobs) live beside the fixed ones. */

@@ -1,5 +1,3 @@
-# iSCSI target: CHAP needs MD5 from nettle (Debian package nettle-dev).
-LDLIBS += -lnettle
 
 # bench-iscsi: iscsi-perf (4K random read QD32, 512 B sequential read QD32) against
 # the built-in target and tgtd on the same 1 GiB file; prints IOPS and the ratio.

@@ -66,10 +66,12 @@ int config_set(struct nasd_config *c, const char *key, const char *v, char *err,
         *ports[i].dst = (int)n;
         return 0;
     }
-    if (!strcmp(key, "demo")) {
+    struct { const char *key; int *dst; } bools[] = { { "demo", &c->demo }, { "auth", &c->auth } };
+    for (size_t i = 0; i < sizeof bools / sizeof *bools; i++) {
+        if (strcmp(key, bools[i].key)) continue;
         int b = parse_bool(v);
-        if (b < 0) { snprintf(err, errlen, "demo: expected true/false, got %s", v); return -1; }
-        c->demo = b;
+        if (b < 0) { snprintf(err, errlen, "%s: expected true/false, got %s", key, v); return -1; }
+        *bools[i].dst = b;
         return 0;
     }
     if (!strcmp(key, "log_level")) {

@@ -12,6 +12,7 @@ struct nasd_config {
     char nfs_bind[64];       /* "" disables the NFS service */
     int nfs_port, mount_port, portmap_port; /* portmap_port -1: no built-in portmapper */
     int demo;                /* create a demo pool on an empty DB */
+    int auth;                /* require an API token on /api/v1 and /metrics */
     int log_level;
     size_t max_body;         /* REST request body limit, bytes */
     unsigned long long cache_bytes; /* RAM cache per pool (read cache + write-back), 0 = engine default */

@@ -1,5 +1,6 @@
 /* nasd: NAS appliance daemon entry point. */
 #include "api/api.h"
+#include "api/auth.h"
 #include "api/monitoring.h"
 #include "nasd/appliance.h"
 #include "nasd/config.h"
@@ -17,7 +18,24 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: nasd [--config FILE] [--listen HOST:PORT] [--db PATH] [--state-dir DIR] [--web-dir DIR]\n"
         "            [--iscsi-portal HOST:PORT|\"\"] [--nfs-bind ADDR|\"\"] [--nfs-port N] [--mount-port N]\n"
-        "            [--portmap-port N|-1] [--demo] [--log-level error|warn|info|debug]\n");
+        "            [--portmap-port N|-1] [--demo] [--auth] [--log-level error|warn|info|debug]\n"
+        "       nasd [--config FILE] [--db PATH] --create-token DESCRIPTION   (prints a new API token)\n");
+}
+
+/* --create-token: works on the DB alone, with or without a running daemon (WAL). */
+static int create_token(const struct nasd_config *cfg, const char *desc)
+{
+    nasd_db db;
+    char err[512], tok[API_TOKEN_HEX + 1];
+    if (db_open(&db, cfg->db_path, err, sizeof err)) {
+        fprintf(stderr, "nasd: %s\n", err);
+        return 1;
+    }
+    int64_t id = auth_token_create(&db, desc, tok);
+    db_close(&db);
+    if (id < 0) { fprintf(stderr, "nasd: cannot create a token\n"); return 1; }
+    printf("%s\n", tok);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -29,6 +47,7 @@ int main(int argc, char **argv)
         { "nfs-bind", required_argument, 0, 'n' }, { "nfs-port", required_argument, 0, 'N' },
         { "mount-port", required_argument, 0, 'M' }, { "portmap-port", required_argument, 0, 'P' },
         { "demo", no_argument, 0, 'D' }, { "log-level", required_argument, 0, 'L' },
+        { "auth", no_argument, 0, 'A' }, { "create-token", required_argument, 0, 'T' },
         { "help", no_argument, 0, 'h' }, { 0 },
     };
     static const char *keys[128] = { ['l'] = "listen", ['d'] = "db", ['s'] = "state_dir", ['w'] = "web_dir",
@@ -36,6 +55,7 @@ int main(int argc, char **argv)
         ['P'] = "portmap_port", ['L'] = "log_level" };
     struct nasd_config cfg;
     char err[1024];
+    const char *token_desc = NULL;
     config_defaults(&cfg);
     /* config file first, so flags override it wherever they appear */
     for (int i = 1; i < argc - 1; i++) {
@@ -49,6 +69,8 @@ int main(int argc, char **argv)
         if (c == 'c') continue;
         if (c == 'h') { usage(stdout); return 0; }
         if (c == 'D') { cfg.demo = 1; continue; }
+        if (c == 'A') { cfg.auth = 1; continue; }
+        if (c == 'T') { token_desc = optarg; continue; }
         if (c == '?' || c >= 128 || !keys[c]) { usage(stderr); return 2; }
         if (config_set(&cfg, keys[c], optarg, err, sizeof err)) {
             fprintf(stderr, "nasd: %s\n", err);
@@ -57,6 +79,7 @@ int main(int argc, char **argv)
     }
     if (optind < argc) { usage(stderr); return 2; }
     nasd_log_level = cfg.log_level;
+    if (token_desc) return create_token(&cfg, token_desc);
 
     /* Signals are taken synchronously by the main thread; every other thread inherits the mask. */
     sigset_t set;
@@ -97,7 +120,9 @@ int main(int argc, char **argv)
         appliance_stop(&app);
         return 1;
     }
-    log_info("nasd ready: REST API and UI on http://%s/", cfg.listen);
+    if (cfg.auth && auth_token_count(&app.db) == 0)
+        log_warn("auth is on but no API token exists: create one with nasd --db %s --create-token NAME", cfg.db_path);
+    log_info("nasd ready: REST API and UI on http://%s/%s", cfg.listen, cfg.auth ? " (API tokens required)" : "");
     int sig = 0;
     while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
         log_info("SIGHUP ignored (configuration lives in the database)");

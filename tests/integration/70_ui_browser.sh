@@ -56,5 +56,13 @@ if [ $rc -ne 0 ]; then
   KEEP=1
   echo "--- nasd log (last 40 lines)"
   tail -n 40 "$TMP/state/nasd.log"
+  exit $rc
 fi
-exit $rc
+
+# the same UI against a nasd that requires API tokens
+stop_nasd
+TOKEN=$("$NASD" --db "$TMP/state/nasd.db" --create-token e2e 2>/dev/null) || fail "--create-token"
+unset HTTP_PORT
+start_nasd "$TMP/state" --auth
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$API/system")" = 401 ] || fail "--auth: API open without a token"
+timeout 60 node tests/browser/auth.mjs --url "http://127.0.0.1:$HTTP_PORT" --token "$TOKEN" --pool e2epool

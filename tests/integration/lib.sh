@@ -32,7 +32,7 @@ start_nasd() {
       --portmap-port -1 "$@" >>"$dir/nasd.log" 2>&1 &
     NASD_PID=$!
     for _ in $(seq 100); do
-      curl -sf "$API/system" >/dev/null 2>&1 && return 0
+      case $(curl -s -o /dev/null -w '%{http_code}' "$API/system" 2>/dev/null) in 200|401) return 0;; esac
       kill -0 $NASD_PID 2>/dev/null || break
       sleep 0.1
     done

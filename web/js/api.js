@@ -7,8 +7,24 @@ export class ApiError extends Error {
   }
 }
 
-export async function api(method, path, body) {
+// With `auth = true` nasd wants "Authorization: Bearer <token>"; the token lives in
+// localStorage and is asked for once when the API answers 401.
+const TOKEN_KEY = 'nasd-token';
+let tokenPrompt = null;
+
+function askToken() {
+  tokenPrompt ??= Promise.resolve().then(() => {
+    const t = window.prompt('This nasd requires an API token (create one with: nasd --create-token NAME):');
+    if (t && t.trim()) localStorage.setItem(TOKEN_KEY, t.trim());
+    return !!(t && t.trim());
+  }).finally(() => { tokenPrompt = null; });
+  return tokenPrompt;
+}
+
+export async function api(method, path, body, retried = false) {
   const opts = { method, headers: { Accept: 'application/json' } };
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (token) opts.headers.Authorization = 'Bearer ' + token;
   if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
     opts.body = JSON.stringify(body);
@@ -25,6 +41,10 @@ export async function api(method, path, body) {
     data = text ? JSON.parse(text) : null;
   } catch {
     data = null;
+  }
+  if (res.status === 401 && !retried) {
+    localStorage.removeItem(TOKEN_KEY);
+    if (await askToken()) return api(method, path, body, true);
   }
   if (!res.ok) {
     const err = data && data.error;
