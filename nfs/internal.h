@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include "nfs/drc.h"
 #include "nfs/fh.h"
 #include "nfs/nfs.h"
 #include "nfs/rpc.h"
@@ -76,6 +77,7 @@ struct nfs_server {
     pthread_mutex_t mnt_lock;
     struct nfs_mount_entry *mounts;
     struct nfs_conn *conns;
+    struct nfs_drc *drc;     /* duplicate request cache (NULL: disabled) */
 };
 
 struct nfs_conn {

@@ -148,6 +148,40 @@ static void conn_flush(struct nfs_conn *c)
 
 /* ---- request dispatch (worker side) ---- */
 
+/* Non-idempotent NFSv3 procedures whose retransmissions must not run twice:
+ * SETATTR WRITE CREATE MKDIR SYMLINK MKNOD REMOVE RMDIR RENAME LINK. */
+static int drc_wants(const struct rpc_call *c)
+{
+    return c->prog == PROG_NFS && c->vers == 3 && (c->proc == 2 || (c->proc >= 7 && c->proc <= 15));
+}
+
+/* 1: the call was answered from the cache or dropped as a duplicate in progress. */
+static int drc_check(struct nfs_worker *w, struct nfs_req *r, const struct nfs_ctx *c,
+                     const struct xdr_dec *args, uint32_t *slot)
+{
+    struct nfs_drc_key k;
+    nfs_drc_key_init(&k, &r->conn->peer, c->call.xid, c->call.prog, c->call.vers, c->call.proc,
+                     args->p, (size_t)(args->end - args->p));
+    size_t len = 0;
+    switch (nfs_drc_begin(w->srv->drc, &k, w->rbuf + 4, &len, slot)) {
+    case NFS_DRC_REPLAY:
+        log_debug("nfs: %s retransmitted xid %08x (proc %u): cached reply", r->conn->peer_str,
+                  c->call.xid, c->call.proc);
+        nfs_conn_send_reply(r->conn, w->rbuf, len + 4);
+        return 1;
+    case NFS_DRC_IN_PROGRESS:
+        log_debug("nfs: %s retransmitted xid %08x (proc %u) still in progress: dropped",
+                  r->conn->peer_str, c->call.xid, c->call.proc);
+        return 1;
+    case NFS_DRC_UNTRACKED:
+        *slot = UINT32_MAX;
+        return 0;
+    case NFS_DRC_NEW:
+        return 0;
+    }
+    return 0;
+}
+
 static void handle_request(struct nfs_worker *w, struct nfs_req *r)
 {
     struct nfs_server *s = w->srv;
@@ -157,6 +191,7 @@ static void handle_request(struct nfs_worker *w, struct nfs_req *r)
     struct xdr_enc e;
     xdr_enc_init(&e, w->rbuf + 4, NFS_REPLY_CAP);
     struct nfs_ctx c = { .srv = s, .w = w, .conn = r->conn, .args = &d, .res = &e, .kind = NASD_OP_OTHER };
+    uint32_t drc_slot = UINT32_MAX;
     enum rpc_parse_result pr = rpc_parse_call(&d, &c.call);
     switch (pr) {
     case RPC_PARSE_DROP:
@@ -167,6 +202,7 @@ static void handle_request(struct nfs_worker *w, struct nfs_req *r)
     case RPC_PARSE_BADCRED: rpc_put_auth_error(&e, c.call.xid, AUTH_BADCRED); break;
     case RPC_PARSE_WEAKAUTH: rpc_put_auth_error(&e, c.call.xid, AUTH_TOOWEAK); break;
     case RPC_PARSE_OK:
+        if (s->drc && drc_wants(&c.call) && drc_check(w, r, &c, &d, &drc_slot)) return;
         if (c.call.prog == PROG_NFS) nfs3_dispatch(&c);
         else if (c.call.prog == PROG_MOUNT) nfs_mount_dispatch(&c);
         else if (c.call.prog == PROG_PORTMAP) nfs_portmap_dispatch(&c);
@@ -176,7 +212,11 @@ static void handle_request(struct nfs_worker *w, struct nfs_req *r)
     if (e.err) { /* reply did not fit: should not happen with our limits */
         xdr_enc_init(&e, w->rbuf + 4, NFS_REPLY_CAP);
         rpc_put_accepted(&e, c.call.xid, RPC_SYSTEM_ERR);
+        if (drc_slot != UINT32_MAX) nfs_drc_done(s->drc, drc_slot, NULL, 0);
+        drc_slot = UINT32_MAX;
     }
+    /* cached before sending so that a retransmission racing the reply is answered too */
+    if (drc_slot != UINT32_MAX) nfs_drc_done(s->drc, drc_slot, w->rbuf + 4, e.len);
     nfs_conn_send_reply(r->conn, w->rbuf, e.len + 4);
     if (c.exp) {
         nasd_stats_record(c.exp->stats, c.kind, c.bytes, nasd_now_ns() - r->t_arrive,
@@ -426,6 +466,8 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
         ev.data.ptr = &listen_tags[i];
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd[i], &ev);
     }
+    s->drc = nfs_drc_new(NFS_DRC_DEFAULT_ENTRIES);
+    if (!s->drc) { snprintf(err, errlen, "out of memory"); goto fail; }
     s->nworkers = cfg->workers > 0 ? cfg->workers : 4;
     s->workers = calloc(s->nworkers, sizeof *s->workers);
     if (!s->workers) { snprintf(err, errlen, "out of memory"); goto fail; }
@@ -458,6 +500,7 @@ fail:
     for (int i = 0; i < 3; i++) if (s->listen_fd[i] >= 0) close(s->listen_fd[i]);
     if (s->epfd >= 0) close(s->epfd);
     if (s->stop_fd >= 0) close(s->stop_fd);
+    nfs_drc_free(s->drc);
     free(s->workers);
     free(s);
     return NULL;
@@ -481,6 +524,7 @@ void nfs_server_stop(struct nfs_server *s)
     close(s->stop_fd);
     nfs_exports_clear(s);
     nfs_mounts_clear(s);
+    nfs_drc_free(s->drc);
     free(s->workers);
     free(s);
 }

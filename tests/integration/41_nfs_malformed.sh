@@ -2,13 +2,15 @@
 # Malformed RPC traffic against nfs_serve (bad record marks, oversized fragments,
 # garbage XDR, wrong RPC version/program/procedure, truncated calls, bad auth):
 # every case must get a clean error reply or a connection close, and a normal
-# libnfs client must still work afterwards.
+# libnfs client must still work afterwards. Also: duplicate request cache (a
+# retransmitted REMOVE gets the cached NFS3_OK, a new xid gets NOENT).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 B=${B:-build}
 SERVE=$B/tools/nfs_serve
 MAL=$B/tools/nfs_malformed
-for b in "$SERVE" "$MAL"; do [ -x "$b" ] || { echo "FAIL: missing $b (run make all)"; exit 1; }; done
+RPC=$B/tools/nfs_rpc_check
+for b in "$SERVE" "$MAL" "$RPC"; do [ -x "$b" ] || { echo "FAIL: missing $b (run make all)"; exit 1; }; done
 
 TMP=$(mktemp -d /tmp/nfs41.XXXXXX)
 PID=
@@ -34,6 +36,9 @@ grep -q '^ready' "$TMP/out" || fail "nfs_serve did not start"
 
 timeout 120 "$MAL" 127.0.0.1 "$NP" "$MP" || fail "malformed cases"
 kill -0 "$PID" || fail "server died"
+echo "doomed" > "$TMP/exp/dup.txt"
+timeout 20 "$RPC" 127.0.0.1 "$NP" "$MP" remove-dup /export dup.txt || fail "duplicate REMOVE not answered from the cache"
+[ ! -e "$TMP/exp/dup.txt" ] || fail "dup.txt still exists"
 out=$(timeout 20 nfs-cat "nfs://127.0.0.1/export/alive.txt?nfsport=$NP&mountport=$MP") || fail "normal client after malformed traffic"
 [ "$out" = "still serving" ] || fail "unexpected content '$out'"
 kill "$PID" && wait "$PID" || fail "nfs_serve did not exit cleanly"
