@@ -313,6 +313,30 @@ struct nfs_export *nfs_export_find_path(struct nfs_server *s, const char *path)
     return r;
 }
 
+struct nfs_export *nfs_export_find_prefix(struct nfs_server *s, const char *path, const char **rest)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s", path);
+    normalize_path(p);
+    struct nfs_export *r = NULL;
+    size_t best = 0;
+    pthread_rwlock_rdlock(&s->exports_lock);
+    for (unsigned i = 0; i < s->nexports; i++) {
+        const char *ep = s->exports[i]->cfg.path;
+        size_t n = strlen(ep);
+        if (n == 1 && ep[0] == '/') n = 0;             /* "/" exported: everything is below it */
+        if (strncmp(p, ep, n) || (p[n] != '/' && p[n] != 0)) continue;
+        if (!r || n > best) { r = s->exports[i]; best = n; }
+    }
+    if (r) atomic_fetch_add(&r->refs, 1);
+    pthread_rwlock_unlock(&s->exports_lock);
+    if (r) {
+        *rest = path + best;                            /* normalization only trimmed the end */
+        while (**rest == '/') (*rest)++;
+    }
+    return r;
+}
+
 static uint32_t export_generation(const struct nasd_fsroot *fs)
 {
     /* Changes when the export id is reused for another dataset, making old handles stale. */

@@ -134,6 +134,9 @@ struct nfs_ctx {
 /* export.c */
 struct nfs_export *nfs_export_find_id(struct nfs_server *s, uint32_t id);   /* ref'd */
 struct nfs_export *nfs_export_find_path(struct nfs_server *s, const char *path);
+/* Export whose path is path or its longest ancestor; *rest: the remaining
+ * components (no leading '/'; may be ""). ref'd, NULL if none. */
+struct nfs_export *nfs_export_find_prefix(struct nfs_server *s, const char *path, const char **rest);
 void nfs_export_put(struct nfs_export *e);
 int nfs_export_allows(const struct nfs_export *e, const struct sockaddr_storage *peer);
 int nfs_net_match(const struct nfs_client_net *n, const struct sockaddr_storage *peer);

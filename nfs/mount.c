@@ -4,11 +4,16 @@
 #include "nfs/internal.h"
 #include "nasd/log.h"
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-enum { MNT3_OK = 0, MNT3ERR_NOENT = 2, MNT3ERR_ACCES = 13, MNT3ERR_SERVERFAULT = 10006 };
+enum { MNT3_OK = 0, MNT3ERR_NOENT = 2, MNT3ERR_IO = 5, MNT3ERR_ACCES = 13, MNT3ERR_NOTDIR = 20,
+       MNT3ERR_NAMETOOLONG = 63, MNT3ERR_SERVERFAULT = 10006 };
 #define MNT_PATH_MAX 1024
 
 static void mounts_add(struct nfs_server *s, const char *host, const char *path)
@@ -46,12 +51,60 @@ void nfs_mounts_clear(struct nfs_server *s)
     pthread_mutex_unlock(&s->mnt_lock);
 }
 
+static uint32_t mnt_errno(int err)
+{
+    switch (err) {
+    case ENOENT: return MNT3ERR_NOENT;
+    case ENOTDIR: return MNT3ERR_NOTDIR;
+    case EACCES: case EPERM: case ELOOP: return MNT3ERR_ACCES;
+    case ENAMETOOLONG: return MNT3ERR_NAMETOOLONG;
+    default: return MNT3ERR_IO;
+    }
+}
+
+/* Walks rest ("a/b/c") down from the export root like LOOKUP would: no "..",
+ * no symlinks, no other filesystem mounted inside; every component a directory.
+ * Runs with root fs credentials, as mountd does. Fills k; returns a mountstat3. */
+static uint32_t mnt_resolve_sub(struct nfs_ctx *c, struct nfs_export *e, const char *rest, struct nfs_fh_key *k)
+{
+    nfs_creds_root(c->w);
+    int cur = e->fs->root_fd;
+    uint32_t st = MNT3_OK;
+    while (*rest && !st) {
+        const char *slash = strchr(rest, '/');
+        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+        char comp[NAME_MAX + 1];
+        if (n > NAME_MAX) { st = MNT3ERR_NAMETOOLONG; break; }
+        memcpy(comp, rest, n);
+        comp[n] = 0;
+        rest += n;
+        while (*rest == '/') rest++;
+        if (n == 0 || !strcmp(comp, ".")) continue;
+        if (!strcmp(comp, "..")) { st = MNT3ERR_ACCES; break; }
+        int fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat sb;
+        if (fd < 0) st = mnt_errno(errno);
+        else if (fstat(fd, &sb) < 0) st = mnt_errno(errno);
+        else if (S_ISLNK(sb.st_mode) || sb.st_dev != e->dev) st = MNT3ERR_ACCES;
+        else if (!S_ISDIR(sb.st_mode)) st = MNT3ERR_NOTDIR;
+        if (cur != e->fs->root_fd) close(cur);
+        cur = fd;
+    }
+    if (!st) {
+        int r = nfs_fh_from_name(cur, "", AT_EMPTY_PATH, k);
+        if (r) st = mnt_errno(-r);
+    }
+    if (cur >= 0 && cur != e->fs->root_fd) close(cur);
+    return st;
+}
+
 static void mnt_mnt(struct nfs_ctx *c)
 {
     char path[MNT_PATH_MAX + 1];
     xdr_get_string(c->args, path, sizeof path, MNT_PATH_MAX);
     if (c->args->err) { c->res->len = 0; rpc_put_accepted(c->res, c->call.xid, RPC_GARBAGE_ARGS); return; }
-    struct nfs_export *e = nfs_export_find_path(c->srv, path);
+    const char *rest = "";
+    struct nfs_export *e = nfs_export_find_prefix(c->srv, path, &rest);
     if (!e) {
         log_info("nfs: mount of unknown path '%s' by %s", path, c->conn->peer_str);
         xdr_put_u32(c->res, MNT3ERR_NOENT);
@@ -63,12 +116,26 @@ static void mnt_mnt(struct nfs_ctx *c)
         nfs_export_put(e);
         return;
     }
+    uint8_t fh[NFS_FH_MAX];
+    size_t fh_len = e->root_fh_len;
+    memcpy(fh, e->root_fh, fh_len);
+    if (*rest) {                       /* a directory inside the export */
+        struct nfs_fh_key k;
+        uint32_t st = mnt_resolve_sub(c, e, rest, &k);
+        if (st) {
+            log_info("nfs: mount of %s by %s refused (mountstat %u)", path, c->conn->peer_str, st);
+            xdr_put_u32(c->res, st);
+            nfs_export_put(e);
+            return;
+        }
+        fh_len = nfs_export_make_fh(c->srv, e, &k, fh);
+    }
     xdr_put_u32(c->res, MNT3_OK);
-    xdr_put_opaque(c->res, e->root_fh, (uint32_t)e->root_fh_len);
+    xdr_put_opaque(c->res, fh, (uint32_t)fh_len);
     xdr_put_u32(c->res, 2);            /* auth flavors */
     xdr_put_u32(c->res, AUTH_SYS);
     xdr_put_u32(c->res, AUTH_NONE);
-    mounts_add(c->srv, c->conn->peer_str, e->cfg.path);
+    mounts_add(c->srv, c->conn->peer_str, path);
     nfs_export_put(e);
 }
 

@@ -2,13 +2,15 @@
 # NFSv3 service end to end via build/tools/nfs_serve on free high ports:
 # libnfs C test program, nfs-ls/nfs-cp/nfs-cat with sha256 checks, portmapper,
 # root_squash ownership, quota, read-only export, denied client network, and a
-# file handle that survives a server restart, live export changes.
+# file handle that survives a server restart, live export changes, MOUNT of a
+# directory inside the export (and refused escapes).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 B=${B:-build}
 SERVE=$B/tools/nfs_serve
 CT=$B/tools/nfs_client_test
-for b in "$SERVE" "$CT"; do [ -x "$b" ] || { echo "FAIL: missing $b (run make all)"; exit 1; }; done
+RPC=$B/tools/nfs_rpc_check
+for b in "$SERVE" "$CT" "$RPC"; do [ -x "$b" ] || { echo "FAIL: missing $b (run make all)"; exit 1; }; done
 for t in nfs-ls nfs-cp nfs-cat python3 sha256sum; do
     command -v $t >/dev/null || { echo "FAIL: $t not installed"; exit 1; }
 done
@@ -73,6 +75,29 @@ echo "$ls_out" | grep -q 'copy.bin' || fail "nfs-ls does not list copy.bin: $ls_
 echo "$ls_out" | grep 'copy.bin' | grep -q 20000000 || fail "nfs-ls size of copy.bin: $ls_out"
 rm -f "$TMP/exp/copy.bin"
 
+echo "-- MOUNT of a subdirectory of the export"
+mkdir -p "$TMP/exp/sub/dir"
+echo "deep inside" > "$TMP/exp/sub/dir/inner.txt"
+ln -s / "$TMP/exp/sub/escape"
+ln -s dir "$TMP/exp/sub/inlink"
+ls_out=$(timeout 20 nfs-ls "nfs://127.0.0.1/export/sub$ARGS") || fail "nfs-ls of /export/sub"
+echo "$ls_out" | grep -q ' dir$' || fail "nfs-ls /export/sub does not list dir: $ls_out"
+echo "$ls_out" | grep -q hello.txt && fail "nfs-ls /export/sub lists the export root: $ls_out"
+ls_out=$(timeout 20 nfs-ls "nfs://127.0.0.1/export/sub/dir/$ARGS") || fail "nfs-ls of /export/sub/dir/"
+echo "$ls_out" | grep -q inner.txt || fail "nfs-ls /export/sub/dir does not list inner.txt: $ls_out"
+mnt() { timeout 20 "$RPC" 127.0.0.1 "$NP" "$MP" mnt "$1" "$2" || fail "MNT $1 should give $2"; }
+mnt /export/sub/dir 0
+mnt /export//sub/./dir/ 0
+mnt /export/sub/nothere 2          # MNT3ERR_NOENT
+mnt /export/hello.txt 20           # MNT3ERR_NOTDIR
+mnt /export/sub/dir/inner.txt/x 20
+mnt /export/.. 13                  # MNT3ERR_ACCES: escapes
+mnt /export/sub/../../etc 13
+mnt /export/sub/escape 13          # symlink out of the export
+mnt /export/sub/escape/etc 13
+mnt /export/sub/inlink 13          # symlinks are never followed, even inside
+mnt /exportsub 2                   # not a component boundary: no export
+
 echo "-- handle saved before a restart"
 timeout 20 "$CT" "$URL$ARGS" save-handle "$TMP/handle" || fail "save-handle"
 stop
@@ -110,6 +135,7 @@ echo "-- client networks"
 start --clients 10.0.0.0/8
 timeout 20 "$CT" "$URL$ARGS" mount-fail || fail "mount from a denied network was not refused"
 if timeout 20 nfs-ls "$URL$ARGS" > /dev/null 2>&1; then fail "nfs-ls from a denied network succeeded"; fi
+timeout 20 "$RPC" 127.0.0.1 "$NP" "$MP" mnt /export/sub/dir 13 || fail "MNT of a subdirectory from a denied network"
 stop
 start --clients 10.0.0.0/8,127.0.0.0/8
 timeout 20 nfs-ls "$URL$ARGS" | grep -q hello.txt || fail "allowed network cannot list"
