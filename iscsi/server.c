@@ -296,6 +296,20 @@ static void on_kick(struct net_thread *nt)
 
 static int listen_kind = KIND_LISTEN;
 
+/* A connection event, with the network thread's CPU for it charged to the export:
+ * what the commands measured themselves is recorded with them, the rest (socket
+ * reads and writes, PDU parsing, login) is added here. */
+static void conn_event_charged(struct iscsi_conn *c, uint32_t events)
+{
+    struct nasd_io_stats *st = c->tgt ? nasd_stats_get(c->tgt->stats) : NULL;
+    uint64_t cpu0 = st ? nasd_thread_cpu_ns() : 0, measured0 = iscsi_task_cpu_measured;
+    conn_on_event(c, events); /* may free c */
+    if (!st) return;
+    uint64_t spent = nasd_thread_cpu_ns() - cpu0, measured = iscsi_task_cpu_measured - measured0;
+    if (spent > measured) nasd_stats_add_cpu(st, spent - measured);
+    nasd_stats_put(st);
+}
+
 static void *net_main(void *arg)
 {
     struct net_thread *nt = arg;
@@ -310,7 +324,7 @@ static void *net_main(void *arg)
             int kind = *(int *)ev[i].data.ptr;
             if (kind == KIND_LISTEN) accept_new(nt);
             else if (kind == KIND_EVENT) on_kick(nt);
-            else conn_on_event(ev[i].data.ptr, ev[i].events);
+            else conn_event_charged(ev[i].data.ptr, ev[i].events);
         }
     }
     while (nt->conns) conn_close(nt->conns);

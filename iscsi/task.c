@@ -42,7 +42,16 @@ static void task_free(struct iscsi_task *t)
 }
 
 static uint64_t cpu_now(void) { return nasd_thread_cpu_ns(); }
-static void cpu_pause(struct iscsi_task *t) { t->cpu_ns += cpu_now() - t->cpu_mark; }
+_Thread_local uint64_t iscsi_task_cpu_measured;
+/* CPU since the task's mark, also counted per thread so the network loop can charge
+ * the rest of an event (socket I/O, PDU parsing) to the export without counting twice. */
+static uint64_t cpu_since_mark(struct iscsi_task *t)
+{
+    uint64_t d = cpu_now() - t->cpu_mark;
+    iscsi_task_cpu_measured += d;
+    return d;
+}
+static void cpu_pause(struct iscsi_task *t) { t->cpu_ns += cpu_since_mark(t); }
 
 /* ---- responses ---- */
 
@@ -50,7 +59,7 @@ static void record_stats(struct iscsi_task *t)
 {
     struct iscsi_conn *c = t->conn;
     if (!c->tgt || !c->tgt->stats) return;
-    t->cpu_ns += cpu_now() - t->cpu_mark;
+    t->cpu_ns += cpu_since_mark(t);
     nasd_stats_record(c->tgt->stats, t->sc.kind, t->sc.io_bytes, nasd_now_ns() - t->t_arrive,
                       t->cpu_ns, t->sc.status != SAM_GOOD);
 }

@@ -40,6 +40,11 @@ void nasd_stats_record(struct nasd_io_stats *s, enum nasd_op_kind kind, uint64_t
     if (error) atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
 }
 
+void nasd_stats_add_cpu(struct nasd_io_stats *s, uint64_t cpu_ns)
+{
+    if (s) atomic_fetch_add_explicit(&s->cpu_ns, cpu_ns, memory_order_relaxed);
+}
+
 static uint64_t clock_ns(clockid_t c)
 {
     struct timespec ts;

@@ -27,5 +27,8 @@ void nasd_stats_put(struct nasd_io_stats *s);
 void nasd_stats_record(struct nasd_io_stats *s, enum nasd_op_kind kind, uint64_t bytes,
                        uint64_t lat_ns, uint64_t cpu_ns, int error);
 
+/* Charge CPU time that no single request owns (a connection's socket I/O) to s. */
+void nasd_stats_add_cpu(struct nasd_io_stats *s, uint64_t cpu_ns);
+
 uint64_t nasd_now_ns(void);        /* CLOCK_MONOTONIC */
 uint64_t nasd_thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID */
