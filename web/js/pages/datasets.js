@@ -32,7 +32,7 @@ function ownerFields(prefix, d) {
 function editForm(d, close, refresh) {
   const quota = input({ id: 'ds-edit-quota', name: 'quota', value: quotaText(d.quota), placeholder: 'none' });
   const comp = select({ id: 'ds-edit-compression', name: 'compression' },
-    ['off', 'lz4'].map((c) => ({ value: c, label: c, selected: c === d.compression })));
+    ['off'].map((c) => ({ value: c, label: c, selected: c === d.compression })));
   const comment = input({ id: 'ds-edit-comment', name: 'comment', value: d.comment || '' });
   const o = ownerFields('ds-edit', d);
   const err = errorBox('dataset-edit-form-error');
@@ -92,7 +92,7 @@ export async function mount(root) {
   const pool = select({ id: 'ds-pool', name: 'pool' }, poolOptions(pools));
   const name = input({ id: 'ds-name', name: 'name', placeholder: 'share', maxlength: 63 });
   const quota = input({ id: 'ds-quota', name: 'quota', placeholder: 'none' });
-  const comp = select({ id: 'ds-compression', name: 'compression' }, ['off', 'lz4']);
+  const comp = select({ id: 'ds-compression', name: 'compression' }, ['off']); // lz4: volumes only for now
   const comment = input({ id: 'ds-comment', name: 'comment', placeholder: 'optional' });
   const o = ownerFields('ds');
   const err = errorBox('dataset-form-error');
