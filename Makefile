@@ -3,7 +3,7 @@ CC      ?= gcc
 PKGS    := libmicrohttpd jansson sqlite3 libiscsi libnfs
 B       := build
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation \
+override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation \
            -pthread -I. -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lisal -lxxhash -llz4 -lnettle -lm -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)

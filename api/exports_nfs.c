@@ -93,12 +93,13 @@ static void create(struct api_call *c, struct api_reply *r)
     int64_t id;
     db_begin(&a->db);
     json_t *empty = json_array();
-    if (db_exec(&a->db, &id, "INSERT INTO nfs_exports(name, dataset_id, path, clients_json, read_only, root_squash, "
-                "all_squash, anonuid, anongid, enabled, created) VALUES(?,?,?,?,?,?,?,?,?,?,?)", "sisjiiiiiii", name, ds,
-                path, o.clients ? o.clients : empty, (int64_t)o.ro, (int64_t)o.root_squash,
-                (int64_t)o.all_squash, o.anonuid, o.anongid, (int64_t)o.enabled, (int64_t)time(NULL))) {
-        db_rollback(&a->db);
+    int rc = db_exec(&a->db, &id, "INSERT INTO nfs_exports(name, dataset_id, path, clients_json, read_only, root_squash, "
+                     "all_squash, anonuid, anongid, enabled, created) VALUES(?,?,?,?,?,?,?,?,?,?,?)", "sisjiiiiiii", name,
+                     ds, path, o.clients ? o.clients : empty, (int64_t)o.ro, (int64_t)o.root_squash,
+                     (int64_t)o.all_squash, o.anonuid, o.anongid, (int64_t)o.enabled, (int64_t)time(NULL));
     json_decref(empty);
+    if (rc) {
+        db_rollback(&a->db);
         api_error(r, 500, "db", "%s", db_errmsg(&a->db));
         return;
     }
