@@ -3,6 +3,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "nasd/log.h"
+#include "nasd/net.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -188,44 +189,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ptr, enu
     *ptr = NULL;
 }
 
-static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
-{
-    char host[128];
-    const char *colon = strrchr(s, ':');
-    if (!colon) return -1;
-    int port = atoi(colon + 1);
-    if (port < 0 || port > 65535) return -1;
-    snprintf(host, sizeof host, "%.*s", (int)(colon - s), s);
-    if (host[0] == '[') { memmove(host, host + 1, strlen(host)); host[strlen(host) - 1] = 0; }
-    memset(ss, 0, sizeof *ss);
-    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(port);
-        *len = sizeof *v4;
-    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(port);
-        *len = sizeof *v6;
-    } else {
-        return -1;
-    }
-    return port;
-}
-
 struct http_server *http_start(struct appliance *a, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    int port = parse_listen(a->cfg.listen, &ss, &sl);
-    if (port < 0) { snprintf(err, errlen, "listen: expected host:port, got %s", a->cfg.listen); return NULL; }
+    /* a host is required: the UI should not land on every interface by accident */
+    if (a->cfg.listen[0] == ':' || nasd_parse_hostport(a->cfg.listen, &ss, &sl)) { snprintf(err, errlen, "listen: expected host:port, got %s", a->cfg.listen); return NULL; }
     struct http_server *h = calloc(1, sizeof *h);
     h->app = a;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     /* One polling thread: handlers serialise on the DB and the appliance anyway. */
-    h->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, h,
+    /* sin_port and sin6_port share their offset */
+    h->d = MHD_start_daemon(flags, ntohs(((struct sockaddr_in *)&ss)->sin_port), NULL, NULL, on_request, h,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_CONNECTION_LIMIT, 256u,

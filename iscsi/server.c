@@ -2,10 +2,10 @@
  * connections), backend worker pool, and the live target registry. */
 #define _GNU_SOURCE
 #include "iscsi/iscsi_int.h"
+#include "nasd/net.h"
 #include "nasd/log.h"
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,37 +333,11 @@ static void *net_main(void *arg)
 
 /* ---- lifetime ---- */
 
-static int parse_portal(const char *portal, struct sockaddr_storage *ss, socklen_t *sl)
-{
-    char host[256];
-    const char *port;
-    if (portal[0] == '[') {
-        const char *e = strchr(portal, ']');
-        if (!e || e[1] != ':' || (size_t)(e - portal - 1) >= sizeof host) return -1;
-        memcpy(host, portal + 1, e - portal - 1);
-        host[e - portal - 1] = '\0';
-        port = e + 2;
-    } else {
-        const char *colon = strrchr(portal, ':');
-        if (!colon || (size_t)(colon - portal) >= sizeof host) return -1;
-        memcpy(host, portal, colon - portal);
-        host[colon - portal] = '\0';
-        port = colon + 1;
-    }
-    struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM };
-    struct addrinfo *ai;
-    if (getaddrinfo(host[0] ? host : NULL, port, &hints, &ai)) return -1;
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *sl = ai->ai_addrlen;
-    freeaddrinfo(ai);
-    return 0;
-}
-
 struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    if (!portal || parse_portal(portal, &ss, &sl)) { snprintf(err, errlen, "bad portal '%s'", portal ? portal : ""); return NULL; }
+    if (!portal || nasd_parse_hostport(portal, &ss, &sl)) { snprintf(err, errlen, "bad portal '%s'", portal ? portal : ""); return NULL; }
     struct iscsi_server *s = calloc(1, sizeof *s);
     if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
     s->kind_listen = KIND_LISTEN;
