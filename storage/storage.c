@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define MIN_MEMBER (64ull << 20)
+#define VP_LIST_MAX 256 /* more than the engine's volume table holds */
 
 struct pool {
     char name[64];
@@ -281,21 +282,25 @@ int storage_pool_member(struct storage *st, const char *name, const char *op, in
     return rc;
 }
 
+/* [{"name","size"}] of the volumes recorded in the pool itself. */
+static json_t *volume_list(struct vpool *vp)
+{
+    char (*names)[64] = malloc(VP_LIST_MAX * sizeof *names);
+    uint64_t *sizes = malloc(VP_LIST_MAX * sizeof *sizes);
+    json_t *out = json_array();
+    int n = names && sizes ? vpool_vol_list(vp, names, sizes, VP_LIST_MAX) : 0;
+    for (int i = 0; i < n; i++)
+        json_array_append_new(out, json_pack("{s:s, s:I}", "name", names[i], "size", (json_int_t)sizes[i]));
+    free(names);
+    free(sizes);
+    return out;
+}
+
 json_t *storage_pool_volumes(struct storage *st, const char *name)
 {
     char err[256];
-    static char names[256][64];
-    static uint64_t sizes[256];
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     struct vpool *vp = engine(st, name, err, sizeof err);
-    if (!vp) return NULL;
-    json_t *out = json_array();
-    pthread_mutex_lock(&lock);
-    int n = vpool_vol_list(vp, names, sizes, 256);
-    for (int i = 0; i < n; i++)
-        json_array_append_new(out, json_pack("{s:s, s:I}", "name", names[i], "size", (json_int_t)sizes[i]));
-    pthread_mutex_unlock(&lock);
-    return out;
+    return vp ? volume_list(vp) : NULL;
 }
 
 int storage_pool_sync(struct storage *st, const char *name)
@@ -309,17 +314,16 @@ int storage_pool_sync(struct storage *st, const char *name)
  * exceed the pool, so a full pool never fails a write the initiator was promised. */
 static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_t size, char *err, size_t errlen)
 {
-    static char names[256][64];
-    static uint64_t sizes[256];
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     struct vpool_status s;
     vpool_get_status(vp, &s);
-    pthread_mutex_lock(&lock);
-    int n = vpool_vol_list(vp, names, sizes, 256);
+    json_t *vols = volume_list(vp), *v;
     uint64_t reserved = 0;
-    for (int i = 0; i < n; i++)
-        if (!skip || strcmp(names[i], skip)) reserved += sizes[i];
-    pthread_mutex_unlock(&lock);
+    size_t i;
+    json_array_foreach(vols, i, v) {
+        if (!skip || strcmp(json_string_value(json_object_get(v, "name")), skip))
+            reserved += (uint64_t)json_integer_value(json_object_get(v, "size"));
+    }
+    json_decref(vols);
     if (reserved + size <= s.size) return 0;
     snprintf(err, errlen, "pool %s has %llu bytes unreserved, %llu requested", pool,
              (unsigned long long)(s.size > reserved ? s.size - reserved : 0), (unsigned long long)size);
