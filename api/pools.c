@@ -88,6 +88,33 @@ static int parse_members(json_t *arr, struct storage_member *m, int max, struct 
     return (int)json_array_size(arr);
 }
 
+/* Record a pool the storage manager now holds: its row, its members in label order,
+ * and the volumes its engine already has (an imported pool brings them). One
+ * transaction; 0 or the SQLite error. */
+static int record_pool(struct appliance *a, const char *name, const char *layout, const char *comment, int64_t *id)
+{
+    json_t *st = storage_pool_status(a->storage, name), *vols = storage_pool_volumes(a->storage, name), *v;
+    size_t i;
+    db_begin(&a->db);
+    int rc = db_exec(&a->db, id, "INSERT INTO pools(name, layout, comment, created) VALUES(?,?,?,?)", "sssi", name,
+                     layout, comment, (int64_t)time(NULL));
+    json_array_foreach(json_object_get(st, "members"), i, v) {
+        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(?,?,?,?)", "iisi",
+                              *id, (int64_t)i, json_string_value(json_object_get(v, "path")),
+                              (int64_t)json_integer_value(json_object_get(v, "size")));
+    }
+    json_array_foreach(vols, i, v) {
+        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(?,?,?,?)", "isii",
+                              *id, json_string_value(json_object_get(v, "name")),
+                              (int64_t)json_integer_value(json_object_get(v, "size")), (int64_t)time(NULL));
+    }
+    json_decref(st);
+    json_decref(vols);
+    if (rc) db_rollback(&a->db);
+    else db_commit(&a->db);
+    return rc;
+}
+
 void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
 {
     static const char *const allowed[] = { "name", "layout", "members", "comment", NULL };
@@ -116,23 +143,12 @@ void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
     char err[512];
     int rc = storage_pool_create(a->storage, name, layout, m, n, err, sizeof err);
     if (rc) { api_errno(r, rc, err); return; }
-    json_t *st = storage_pool_status(a->storage, name);
-    json_t *mst = json_object_get(st, "members");
     int64_t id;
-    db_begin(&a->db);
-    rc = db_exec(&a->db, &id, "INSERT INTO pools(name, layout, comment, created) VALUES(?,?,?,?)", "sssi", name,
-                 layout, comment, (int64_t)time(NULL));
-    for (int i = 0; i < n && !rc; i++)
-        rc = db_exec(&a->db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(?,?,?,?)", "iisi", id,
-                     (int64_t)i, m[i].path, (int64_t)json_integer_value(json_object_get(json_array_get(mst, i), "size")));
-    json_decref(st);
-    if (rc) {
-        db_rollback(&a->db);
-        storage_pool_destroy(a->storage, name, err, sizeof err);
+    if (record_pool(a, name, layout, comment, &id)) {
         api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
+        storage_pool_destroy(a->storage, name, err, sizeof err);
         return;
     }
-    db_commit(&a->db);
     log_info("pool %s created (%s, %d members)", name, layout, n);
     api_ok(r, 201, get_by_id(a, id));
 }
@@ -196,32 +212,11 @@ static void import_pool(struct api_call *c, struct api_reply *r)
     }
     int rc = storage_pool_import(a->storage, c->key, paths, n, &layout, err, sizeof err);
     if (rc) { api_errno(r, rc == -ENOENT ? -ENOENT : -EINVAL, err); return; }
-    json_t *st = storage_pool_status(a->storage, c->key);
     int64_t id;
-    db_begin(&a->db);
-    rc = db_exec(&a->db, &id, "INSERT INTO pools(name, layout, comment, created) VALUES(?,?,?,?)", "sssi", c->key,
-                 layout, comment, (int64_t)time(NULL));
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(st, "members"), i, v) {
-        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(?,?,?,?)", "iisi",
-                              id, (int64_t)i, json_string_value(json_object_get(v, "path")),
-                              (int64_t)json_integer_value(json_object_get(v, "size")));
-    }
-    json_decref(st);
-    json_t *vols = storage_pool_volumes(a->storage, c->key); /* volumes come along with their pool */
-    json_array_foreach(vols, i, v) {
-        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(?,?,?,?)", "isii",
-                              id, json_string_value(json_object_get(v, "name")),
-                              (int64_t)json_integer_value(json_object_get(v, "size")), (int64_t)time(NULL));
-    }
-    json_decref(vols);
-    if (rc) {
-        db_rollback(&a->db);
+    if (record_pool(a, c->key, layout, comment, &id)) {
         api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
         return;
     }
-    db_commit(&a->db);
     log_info("pool %s imported (%s, %d members)", c->key, layout, n);
     api_ok(r, 201, get_by_id(a, id));
 }
