@@ -11,6 +11,7 @@
 # under NFS_BENCH_DIR instead (then NFS_BENCH_PAUSE, default 35 s, separates the runs).
 set -u
 cd "$(dirname "$0")/.." || exit 1
+. tests/integration/lib.sh   # free_port
 B=${B:-build}
 BENCH=$B/bench/nfs_bench
 SERVE=$B/tools/nfs_serve
@@ -46,12 +47,7 @@ make_export_dir() {
 
 run_ours() {
     make_export_dir ours
-    read -r NP MP < <(python3 -c '
-import socket
-ss=[socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1",0))
-print(*[s.getsockname()[1] for s in ss])
-for s in ss: s.close()')
+    NP=$(free_port); MP=$(free_port $NP)
     "$SERVE" --dir "$WORK/ours" --path /export --nfsport "$NP" --mountport "$MP" --log warn > "$WORK/ours.out" 2> "$WORK/ours.log" &
     local pid=$!
     PIDS+=("$pid")

@@ -23,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/../tests/integration/lib.sh"   # free_port
 
 echo "filling 1 GiB with random data..."
 head -c 1G /dev/urandom > "$tmp/lun.img" || exit 1

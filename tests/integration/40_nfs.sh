@@ -6,12 +6,13 @@
 # directory inside the export (and refused escapes).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+. tests/integration/lib.sh   # free_port
 B=${B:-build}
 SERVE=$B/tools/nfs_serve
 CT=$B/tools/nfs_client_test
 RPC=$B/tools/nfs_rpc_check
 for b in "$SERVE" "$CT" "$RPC"; do [ -x "$b" ] || { echo "FAIL: missing $b (run make all)"; exit 1; }; done
-for t in nfs-ls nfs-cp nfs-cat python3 sha256sum; do
+for t in nfs-ls nfs-cp nfs-cat sha256sum; do
     command -v $t >/dev/null || { echo "FAIL: $t not installed"; exit 1; }
 done
 
@@ -25,12 +26,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$TMP/log" ] && tail -20 "$TMP/log"; exit 1; }
 
 # three free ports: nfs, mount, portmap
-read -r NP MP PP < <(python3 -c '
-import socket
-ss=[socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1",0))
-print(*[s.getsockname()[1] for s in ss])
-for s in ss: s.close()')
+NP=$(free_port); MP=$(free_port $NP); PP=$(free_port $NP $MP)
 mkdir -p "$TMP/exp" "$TMP/state"
 chmod 777 "$TMP/exp"
 echo "hello over nfs" > "$TMP/exp/hello.txt"

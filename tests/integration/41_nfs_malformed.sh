@@ -6,6 +6,7 @@
 # retransmitted REMOVE gets the cached NFS3_OK, a new xid gets NOENT).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+. tests/integration/lib.sh   # free_port
 B=${B:-build}
 SERVE=$B/tools/nfs_serve
 MAL=$B/tools/nfs_malformed
@@ -21,12 +22,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; tail -20 "$TMP/log"; exit 1; }
 
-read -r NP MP < <(python3 -c '
-import socket
-ss=[socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1",0))
-print(*[s.getsockname()[1] for s in ss])
-for s in ss: s.close()')
+NP=$(free_port); MP=$(free_port $NP)
 mkdir -p "$TMP/exp"
 echo "still serving" > "$TMP/exp/alive.txt"
 "$SERVE" --dir "$TMP/exp" --path /export --nfsport "$NP" --mountport "$MP" > "$TMP/out" 2> "$TMP/log" &

@@ -4,11 +4,13 @@ NASD=${NASD:-$ROOT/build/nasd}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# A TCP port nobody listens on, from a range the tests own.
+# A TCP port nobody listens on, from a range the tests own; ports given as arguments
+# (already picked by the caller) are never returned.
 free_port() {
   local p
   for _ in $(seq 200); do
     p=$(( 20000 + RANDOM % 40000 ))
+    [[ " $* " == *" $p "* ]] && continue
     (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
   done
   fail "no free port"
