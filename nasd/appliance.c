@@ -187,15 +187,6 @@ int appliance_export_active(struct appliance *a, enum export_type t, int64_t id)
     return active;
 }
 
-struct nasd_io_stats *appliance_export_stats(struct appliance *a, enum export_type t, int64_t id)
-{
-    pthread_mutex_lock(&a->lock);
-    struct export_rt *e = rt_find(a, t, id, 0);
-    struct nasd_io_stats *s = e ? nasd_stats_get(e->stats) : NULL;
-    pthread_mutex_unlock(&a->lock);
-    return s;
-}
-
 int appliance_open_pool(struct appliance *a, int64_t pool_id, char *err, size_t errlen)
 {
     json_t *p = db_row(&a->db, "SELECT name, layout FROM pools WHERE id=?", "i", pool_id);

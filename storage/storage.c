@@ -303,13 +303,6 @@ json_t *storage_pool_volumes(struct storage *st, const char *name)
     return vp ? volume_list(vp) : NULL;
 }
 
-int storage_pool_sync(struct storage *st, const char *name)
-{
-    char err[256];
-    struct vpool *vp = engine(st, name, err, sizeof err);
-    return vp ? vpool_sync(vp) : -ENOENT;
-}
-
 /* Volumes are allocated thinly but reserved thickly: the sum of volume sizes may not
  * exceed the pool, so a full pool never fails a write the initiator was promised. */
 static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_t size, char *err, size_t errlen)

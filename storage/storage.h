@@ -36,8 +36,6 @@ int storage_pool_member(struct storage *st, const char *name, const char *op, in
                         uint64_t create_size, char *err, size_t errlen);
 /* Volumes recorded in the pool itself: [{"name","size"}] (for import); NULL if unknown. */
 json_t *storage_pool_volumes(struct storage *st, const char *name);
-/* Make every buffered write of the pool durable. */
-int storage_pool_sync(struct storage *st, const char *name);
 
 /* lz4: compress the volume's data (pool engine). */
 int storage_volume_create(struct storage *st, const char *pool, const char *name, uint64_t size, int lz4,
