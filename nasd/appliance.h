@@ -49,8 +49,6 @@ void appliance_remove_export(struct appliance *a, enum export_type t, int64_t id
 void appliance_dataset_changed(struct appliance *a, int64_t dataset_id);
 /* Is the export currently served by its service? */
 int appliance_export_active(struct appliance *a, enum export_type t, int64_t id);
-put it) or NULL. */
-struct nasd_io_stats *appliance_export_stats(struct appliance *a, enum export_type t, int64_t id);
 /* Create the demo pool (four 1 GiB sparse files) when the DB has no pools. */
 int appliance_create_demo(struct appliance *a, char *err, size_t errlen);
 /* Load members of a pool row from the DB into the storage manager. */
