@@ -5,7 +5,7 @@ B       := build
 CFLAGS  ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation \
            -pthread -I. -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lisal -lxxhash -llz4 -lnettle -lm -pthread
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lisal -lxxhash -llz4 -lnettle -lext2fs -lcom_err -lm -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 # Every .c under these folders goes into libnasd.a; nasd/main.c is the daemon entry.

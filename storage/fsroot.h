@@ -5,6 +5,8 @@
  * Quota: nasd tracks used bytes; services reserve before growing a file. */
 #include <stdatomic.h>
 #include <stdint.h>
+#include "storage/bdev.h"
+#include "storage/vfs.h"
 
 struct nasd_fsroot {
     int root_fd;              /* O_DIRECTORY fd of the dataset root */
@@ -14,6 +16,8 @@ struct nasd_fsroot {
     _Atomic uint64_t quota;   /* bytes, 0 = none; may change live via REST */
     _Atomic int64_t used;     /* bytes in use (block-rounded file sizes) */
     atomic_int refs;
+    const struct nasd_vfs_ops *vfs;  /* how NFS reaches the files (storage/vfs.h) */
+    void *vfs_priv;                  /* backend state */
 };
 
 /* Opens the dataset directory and computes current usage by walking it. */
@@ -25,3 +29,11 @@ void nasd_fsroot_put(struct nasd_fsroot *f);
 int nasd_fsroot_charge(struct nasd_fsroot *f, int64_t delta);
 /* Bytes a file of this size occupies for quota purposes (4 KiB rounding). */
 static inline int64_t nasd_fsroot_usage_of(uint64_t size) { return (int64_t)((size + 4095) & ~4095ull); }
+
+/* Engine datasets: an ext2 filesystem (libext2fs) inside a pool volume, with a
+ * redo journal at the end of the volume (storage/vfs_ext2*.c, storage/txblock.c).
+ * format writes a fresh empty filesystem over the whole bdev. */
+int nasd_ext2_format(nasd_bdev *b, const char *label);
+/* Takes its own reference on b. Replays the journal, computes usage for quota. */
+struct nasd_fsroot *nasd_fsroot_open_ext2(nasd_bdev *b, const char *name, uint64_t fsid,
+                                          uint64_t quota, int *err);
