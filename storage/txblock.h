@@ -40,3 +40,8 @@ int txb_commit(struct txb *t);
  * ext2fs_open2() / ext2fs_initialize(). io_channel flush = txb_commit. */
 extern io_manager nasd_txb_io_manager;
 void txb_io_name(struct txb *t, char *buf, size_t len);
+
+/* Tests only: frees t WITHOUT committing or flushing, as if the process died here. */
+void txb_abandon(struct txb *t);
+/* Internal (txblock.c -> ext2_io.c): t is going away, its io name stops resolving. */
+void txb_io_forget(struct txb *t);

@@ -1,0 +1,268 @@
+/* txblock: buffered overlay reads/writes, atomic commits, crash recovery (including
+ * crashes in the middle of a commit, with a write-back cache that loses a random subset
+ * of unflushed writes), discards, and an ext2 filesystem through the io_manager. */
+#define _GNU_SOURCE
+#include "tests/unit/check_main.h"
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "nasd/log.h"
+#include "storage/txblock.h"
+#include "storage/vpool.h"
+#include "tests/unit/test_vpool_util.h"
+
+#define DEV_SIZE (64ull << 20)
+#define BS TXB_BLOCK
+
+static char tmpdir[256], devpath[300];
+
+static void tmp_setup(void)
+{
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(tmpdir, sizeof tmpdir, "%s/txb-test-XXXXXX", base);
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    snprintf(devpath, sizeof devpath, "%s/dev", tmpdir);
+}
+
+static void tmp_teardown(void)
+{
+    unlink(devpath);
+    rmdir(tmpdir);
+}
+
+/* A fresh sparse file bdev (the old file, if any, is replaced). */
+static nasd_bdev *fresh_dev(void)
+{
+    unlink(devpath);
+    FILE *f = fopen(devpath, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    int err = 0;
+    nasd_bdev *b = nasd_file_bdev_open(devpath, DEV_SIZE, 4096, "txbtest", &err);
+    ck_assert_msg(b != NULL, "file bdev: %d", err);
+    return b;
+}
+
+static struct txb *open_txb(nasd_bdev *b)
+{
+    struct txb *t = NULL;
+    int rc = txb_open(b, &t);
+    ck_assert_msg(rc == 0, "txb_open: %d", rc);
+    return t;
+}
+
+static void txb_put_pattern(struct txb *t, uint64_t blk, uint64_t seed)
+{
+    uint8_t buf[BS];
+    fill_block(buf, blk * BS, seed);
+    ck_assert_int_eq(txb_write(t, blk * BS, buf, BS), 0);
+}
+
+/* 1 if block blk reads as pattern seed (seed 0 = zeros), else 0 */
+static int txb_has(struct txb *t, uint64_t blk, uint64_t seed)
+{
+    uint8_t buf[BS], want[BS];
+    ck_assert_int_eq(txb_read(t, blk * BS, buf, BS), 0);
+    if (!seed) return is_zero(buf, BS);
+    fill_block(want, blk * BS, seed);
+    return memcmp(buf, want, BS) == 0;
+}
+
+START_TEST(overlay_unaligned)
+{
+    nasd_bdev *b = fresh_dev();
+    struct txb *t = open_txb(b);
+    uint64_t ds = txb_data_size(t);
+    ck_assert_uint_eq(ds % BS, 0);
+    ck_assert(ds >= DEV_SIZE - TXB_JOURNAL_BYTES - BS && ds <= DEV_SIZE - TXB_JOURNAL_BYTES);
+
+    /* a reference image of the first 64 KiB kept alongside */
+    static uint8_t ref[16 * BS], got[16 * BS], pat[3 * BS];
+    memset(ref, 0, sizeof ref);
+    for (size_t i = 0; i < sizeof pat; i++) pat[i] = (uint8_t)(i * 7 + 3);
+    struct { uint64_t off; size_t len; } w[] = {
+        { 1024, 1024 }, { 4000, 200 }, { 3 * BS, BS }, { 5 * BS + 17, 2 * BS + 100 }, { 12 * BS - 1, 2 },
+        { 0, 1 }, { 9 * BS, 3 * BS },
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        ck_assert_int_eq(txb_write(t, w[i].off, pat, w[i].len), 0);
+        memcpy(ref + w[i].off, pat, w[i].len);
+    }
+    ck_assert_uint_eq(txb_dirty_bytes(t), 10 * BS);   /* blocks 0,1,3,5,6,7,9,10,11,12 */
+    ck_assert_int_eq(txb_read(t, 0, got, sizeof got), 0);
+    ck_assert(memcmp(got, ref, sizeof ref) == 0);
+    for (uint64_t o = 0; o < sizeof ref; o += 777) {   /* unaligned reads at every phase */
+        size_t n = sizeof ref - o < 5000 ? sizeof ref - o : 5000;
+        ck_assert_int_eq(txb_read(t, o, got, n), 0);
+        ck_assert_msg(memcmp(got, ref + o, n) == 0, "read at %llu", (unsigned long long)o);
+    }
+    /* the bdev itself still holds nothing before the commit */
+    ck_assert_int_eq(nasd_bdev_read(b, got, 0, sizeof got), 0);
+    ck_assert(is_zero(got, sizeof got));
+    ck_assert_int_eq(txb_commit(t), 0);
+    ck_assert_uint_eq(txb_dirty_bytes(t), 0);
+    ck_assert_int_eq(nasd_bdev_read(b, got, 0, sizeof got), 0);
+    ck_assert(memcmp(got, ref, sizeof ref) == 0);
+    /* out of range */
+    ck_assert_int_eq(txb_write(t, ds - 10, pat, 11), -EINVAL);
+    ck_assert_int_eq(txb_read(t, ds, got, 1), -EINVAL);
+    ck_assert_int_eq(txb_read(t, ds - 1, got, 1), 0);
+    txb_close(t);
+    t = open_txb(b);
+    ck_assert_int_eq(txb_read(t, 0, got, sizeof got), 0);
+    ck_assert(memcmp(got, ref, sizeof ref) == 0);
+    txb_close(t);
+    nasd_bdev_put(b);
+}
+END_TEST
+
+/* Uncommitted writes vanish in a crash; committed ones survive. */
+START_TEST(abandon_is_atomic)
+{
+    nasd_bdev *b = fresh_dev();
+    struct txb *t = open_txb(b);
+    for (uint64_t i = 0; i < 300; i++) txb_put_pattern(t, i * 37 % 5000, 1);
+    ck_assert_int_eq(txb_commit(t), 0);
+    for (uint64_t i = 0; i < 300; i++) txb_put_pattern(t, i * 53 % 5000, 2);
+    txb_abandon(t);
+    t = open_txb(b);
+    for (uint64_t blk = 0; blk < 5000; blk++) {
+        bool in1 = false;
+        for (uint64_t i = 0; i < 300 && !in1; i++) in1 = i * 37 % 5000 == blk;
+        ck_assert_msg(txb_has(t, blk, in1 ? 1 : 0), "block %llu", (unsigned long long)blk);
+    }
+    txb_close(t);
+    nasd_bdev_put(b);
+}
+END_TEST
+
+
+/* mke2fs-style: tables, zeroed inode tables, root, lost+found, reserved inodes, one file. */
+static void make_fs(struct txb *t, const uint8_t *content, size_t clen)
+{
+    char name[64];
+    txb_io_name(t, name, sizeof name);
+    struct ext2_super_block param;
+    memset(&param, 0, sizeof param);
+    ext2fs_blocks_count_set(&param, txb_data_size(t) / BS);
+    param.s_log_block_size = 2;   /* 4096 */
+    param.s_rev_level = EXT2_DYNAMIC_REV;
+    param.s_inode_size = 256;
+    ext2_filsys fs = NULL;
+    errcode_t e = ext2fs_initialize(name, EXT2_FLAG_64BITS, &param, nasd_txb_io_manager, &fs);
+    ck_assert_msg(e == 0, "ext2fs_initialize: %ld", (long)e);
+    ck_assert_int_eq(fs->blocksize, 4096);
+    ck_assert_int_eq(ext2fs_allocate_tables(fs), 0);
+    for (dgrp_t g = 0; g < fs->group_desc_count; g++)
+        ck_assert_int_eq(ext2fs_zero_blocks2(fs, ext2fs_inode_table_loc(fs, g), fs->inode_blocks_per_group,
+                                             NULL, NULL), 0);
+    ck_assert_int_eq(ext2fs_mkdir(fs, EXT2_ROOT_INO, EXT2_ROOT_INO, 0), 0);
+    ck_assert_int_eq(ext2fs_mkdir(fs, EXT2_ROOT_INO, 0, "lost+found"), 0);
+    for (ext2_ino_t i = EXT2_ROOT_INO + 1; i < EXT2_FIRST_INODE(fs->super); i++)
+        ext2fs_inode_alloc_stats2(fs, i, +1, 0);
+    ext2fs_inode_alloc_stats2(fs, EXT2_BAD_INO, +1, 0);
+    ck_assert_int_eq(ext2fs_update_bb_inode(fs, NULL), 0);
+    ck_assert_int_eq(ext2fs_mkdir(fs, EXT2_ROOT_INO, 0, "d1"), 0);
+
+    ext2_ino_t ino;
+    ck_assert_int_eq(ext2fs_new_inode(fs, EXT2_ROOT_INO, LINUX_S_IFREG | 0644, NULL, &ino), 0);
+    ck_assert_int_eq(ext2fs_link(fs, EXT2_ROOT_INO, "f", ino, EXT2_FT_REG_FILE), 0);
+    ext2fs_inode_alloc_stats2(fs, ino, +1, 0);
+    struct ext2_inode inode;
+    memset(&inode, 0, sizeof inode);
+    inode.i_mode = LINUX_S_IFREG | 0644;
+    inode.i_links_count = 1;
+    ck_assert_int_eq(ext2fs_write_new_inode(fs, ino, &inode), 0);
+    ext2_file_t f;
+    ck_assert_int_eq(ext2fs_file_open(fs, ino, EXT2_FILE_WRITE, &f), 0);
+    unsigned int got = 0;
+    ck_assert_int_eq(ext2fs_file_write(f, content, (unsigned)clen, &got), 0);
+    ck_assert_uint_eq(got, clen);
+    ck_assert_int_eq(ext2fs_file_close(f), 0);
+    ck_assert_int_eq(ext2fs_close_free(&fs), 0);
+}
+
+static void check_fs(struct txb *t, const uint8_t *content, size_t clen)
+{
+    char name[64];
+    txb_io_name(t, name, sizeof name);
+    ext2_filsys fs = NULL;
+    errcode_t e = ext2fs_open2(name, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS, 0, 0, nasd_txb_io_manager, &fs);
+    ck_assert_msg(e == 0, "ext2fs_open2: %ld", (long)e);
+    ck_assert_int_eq(ext2fs_read_bitmaps(fs), 0);
+    ext2_ino_t d1 = 0, fino = 0;
+    ck_assert_int_eq(ext2fs_lookup(fs, EXT2_ROOT_INO, "d1", 2, NULL, &d1), 0);
+    ck_assert_int_eq(ext2fs_check_directory(fs, d1), 0);
+    ck_assert_int_eq(ext2fs_lookup(fs, EXT2_ROOT_INO, "f", 1, NULL, &fino), 0);
+    ck_assert_int_eq(ext2fs_check_directory(fs, fino), EXT2_ET_NO_DIRECTORY);
+    ext2_file_t f;
+    ck_assert_int_eq(ext2fs_file_open(fs, fino, 0, &f), 0);
+    ck_assert_uint_eq(ext2fs_file_get_size(f), clen);
+    uint8_t *back = malloc(clen);
+    unsigned int got = 0;
+    ck_assert_int_eq(ext2fs_file_read(f, back, (unsigned)clen, &got), 0);
+    ck_assert_uint_eq(got, clen);
+    ck_assert(memcmp(back, content, clen) == 0);
+    free(back);
+    ck_assert_int_eq(ext2fs_file_close(f), 0);
+    ck_assert_int_eq(ext2fs_close_free(&fs), 0);
+}
+
+START_TEST(ext2_round_trip)
+{
+    nasd_bdev *b = fresh_dev();
+    struct txb *t = open_txb(b);
+    size_t clen = 300000;
+    uint8_t *content = malloc(clen);
+    for (size_t i = 0; i < clen; i++) content[i] = (uint8_t)(i * 131 + (i >> 9));
+    make_fs(t, content, clen);
+    ck_assert_uint_eq(txb_dirty_bytes(t), 0);   /* ext2fs_close flushed = committed */
+    check_fs(t, content, clen);
+    txb_abandon(t);   /* a crash right after: everything was committed */
+    t = open_txb(b);
+    check_fs(t, content, clen);
+    char name[64];
+    txb_io_name(t, name, sizeof name);
+    txb_close(t);
+    /* the name no longer resolves; forged names never do */
+    ext2_filsys fs = NULL;
+    ck_assert_int_ne(ext2fs_open2(name, NULL, 0, 0, 0, nasd_txb_io_manager, &fs), 0);
+    ck_assert_int_ne(ext2fs_open2("txb:99999", NULL, 0, 0, 0, nasd_txb_io_manager, &fs), 0);
+    ck_assert_int_ne(ext2fs_open2("txb:0x1234", NULL, 0, 0, 0, nasd_txb_io_manager, &fs), 0);
+    nasd_bdev_put(b);
+    /* the data area is a plain ext2 image at offset 0: e2fsck must find it clean */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "e2fsck -fn %s >%s.log 2>&1", devpath, devpath);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s.log >&2", devpath);
+        (void)!system(cmd);
+    }
+    snprintf(cmd, sizeof cmd, "%s.log", devpath);
+    unlink(cmd);
+    ck_assert_msg(rc == 0, "e2fsck -fn: %d", rc);
+    free(content);
+}
+END_TEST
+
+static Suite *txb_suite(void)
+{
+    Suite *s = suite_create("txblock");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, overlay_unaligned);
+    tcase_add_test(tc, abandon_is_atomic);
+    tcase_add_test(tc, ext2_round_trip);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    nasd_log_level = LOG_WARN;
+    return run_suite(txb_suite());
+}
