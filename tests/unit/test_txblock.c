@@ -248,6 +248,230 @@ START_TEST(ext2_round_trip)
 }
 END_TEST
 
+
+/* ---- A bdev that dies after its K-th 4 KiB write chunk and models a volatile
+ * write-back cache: on crash(), every chunk written or unmapped since the last flush
+ * independently keeps its new content or gets its old one back. ---- */
+struct undo { uint64_t off; uint8_t old[BS]; };
+struct crashdev {
+    nasd_bdev b;
+    nasd_bdev *under;
+    long limit, count;     /* limit < 0: unlimited */
+    bool dead;
+    int flushes;
+    struct undo *undo;
+    size_t nundo, capundo;
+};
+
+static int cd_save(struct crashdev *c, uint64_t off)
+{
+    if (c->nundo == c->capundo) {
+        c->capundo = c->capundo ? 2 * c->capundo : 256;
+        c->undo = realloc(c->undo, c->capundo * sizeof *c->undo);
+        ck_assert_ptr_nonnull(c->undo);
+    }
+    c->undo[c->nundo].off = off;
+    return nasd_bdev_read(c->under, c->undo[c->nundo++].old, off, BS);
+}
+
+static int cd_read(nasd_bdev *b, void *buf, uint64_t off, size_t len)
+{
+    return nasd_bdev_read(((struct crashdev *)b)->under, buf, off, len);
+}
+
+static int cd_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int flags)
+{
+    struct crashdev *c = (struct crashdev *)b;
+    ck_assert(off % BS == 0 && len % BS == 0);
+    for (size_t i = 0; i < len; i += BS) {
+        if (c->dead || (c->limit >= 0 && c->count >= c->limit)) { c->dead = true; return -EIO; }
+        int rc = cd_save(c, off + i);
+        if (!rc) rc = nasd_bdev_write(c->under, (const uint8_t *)buf + i, off + i, BS, 0);
+        if (rc) return rc;
+        c->count++;
+    }
+    return 0;
+}
+
+static int cd_flush(nasd_bdev *b)
+{
+    struct crashdev *c = (struct crashdev *)b;
+    if (c->dead) return -EIO;
+    c->nundo = 0;
+    c->flushes++;
+    return 0;
+}
+
+static int cd_unmap(nasd_bdev *b, uint64_t off, uint64_t len)
+{
+    struct crashdev *c = (struct crashdev *)b;
+    if (c->dead) return -EIO;
+    for (uint64_t o = off; o < off + len; o += BS) ck_assert_int_eq(cd_save(c, o), 0);
+    return nasd_bdev_unmap(c->under, off, len);
+}
+
+static void cd_destroy(nasd_bdev *b)
+{
+    struct crashdev *c = (struct crashdev *)b;
+    nasd_bdev_put(c->under);
+    free(c->undo);
+    free(c);
+}
+
+static const struct nasd_bdev_ops cd_ops = {
+    .read = cd_read, .write = cd_write, .flush = cd_flush, .unmap = cd_unmap, .destroy = cd_destroy,
+};
+
+static struct crashdev *crashdev_new(nasd_bdev *under)
+{
+    struct crashdev *c = calloc(1, sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    c->b.ops = &cd_ops;
+    c->b.size = under->size;
+    c->b.block_size = under->block_size;
+    snprintf(c->b.name, sizeof c->b.name, "crash(%s)", under->name);
+    atomic_init(&c->b.refs, 1);
+    c->under = nasd_bdev_get(under);
+    c->limit = -1;
+    return c;
+}
+
+/* Power loss: the unflushed chunks keep new or old content at random (newest undone first). */
+static void crashdev_crash(struct crashdev *c, uint64_t *rng)
+{
+    for (size_t i = c->nundo; i-- > 0;) {
+        *rng ^= *rng << 13; *rng ^= *rng >> 7; *rng ^= *rng << 17;
+        if (*rng & 1) ck_assert_int_eq(nasd_bdev_write(c->under, c->undo[i].old, c->undo[i].off, BS, 0), 0);
+    }
+    c->nundo = 0;
+    c->dead = true;
+}
+
+/* Old state: set A (seed 1) over zeros. New state: set B (seed 2) written over it
+ * (overlapping part of A) plus a discard of some A-only blocks. */
+#define NA 60
+#define NB 50
+static uint64_t set_a[NA], set_b[NB], disc_blk[4];
+
+static void make_sets(void)
+{
+    for (int i = 0; i < NA; i++) set_a[i] = i < 16 ? 100 + (uint64_t)i : 1000 + (uint64_t)i * 97 % 3000;
+    for (int i = 0; i < NB; i++)
+        set_b[i] = i < 20 ? 108 + (uint64_t)i : i < 30 ? 1000 + (uint64_t)i * 97 % 3000 : 5000 + (uint64_t)i * 13;
+    /* A-only blocks to discard in the new state */
+    disc_blk[0] = 100; disc_blk[1] = 101; disc_blk[2] = set_a[50]; disc_blk[3] = set_a[55];
+}
+
+static bool in_list(const uint64_t *l, int n, uint64_t v)
+{
+    for (int i = 0; i < n; i++) if (l[i] == v) return true;
+    return false;
+}
+
+/* expected seed of blk in the old (new=false) or new state; 0 = zeros */
+static uint64_t expect(uint64_t blk, bool new_state)
+{
+    if (new_state && in_list(set_b, NB, blk)) return 2;
+    if (new_state && in_list(disc_blk, 4, blk)) return 0;
+    return in_list(set_a, NA, blk) ? 1 : 0;
+}
+
+/* 1 = every block in the old state, 2 = every block in the new state, 0 = a mix */
+static int which_state(struct txb *t)
+{
+    bool old_ok = true, new_ok = true;
+    for (uint64_t blk = 0; blk < 6000; blk++) {
+        uint8_t buf[BS], w1[BS], w2[BS];
+        ck_assert_int_eq(txb_read(t, blk * BS, buf, BS), 0);
+        uint64_t eo = expect(blk, false), en = expect(blk, true);
+        if (eo) fill_block(w1, blk * BS, (uint64_t)eo); else memset(w1, 0, BS);
+        if (en) fill_block(w2, blk * BS, (uint64_t)en); else memset(w2, 0, BS);
+        if (memcmp(buf, w1, BS)) old_ok = false;
+        /* an unmap is not durable before the next flush: a discarded block may read old */
+        if (memcmp(buf, w2, BS) && !(in_list(disc_blk, 4, blk) && !memcmp(buf, w1, BS))) new_ok = false;
+    }
+    return old_ok ? 1 : new_ok ? 2 : 0;
+}
+
+/* Crashes after k write chunks of the second commit, for every k that lands in its
+ * journal write or its in-place writes. A is committed through the same cache, so its
+ * in-place writes are still unflushed when B's commit starts and may be lost too. */
+static int crash_run(long k, uint64_t seed, int *commit_rc)
+{
+    nasd_bdev *raw = fresh_dev();
+    struct crashdev *c = crashdev_new(raw);
+    struct txb *t = open_txb(&c->b);
+    for (int i = 0; i < NA; i++) txb_put_pattern(t, set_a[i], 1);
+    ck_assert_int_eq(txb_commit(t), 0);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(txb_discard(t, disc_blk[i] * BS, BS), 0);
+    for (int i = 0; i < NB; i++) txb_put_pattern(t, set_b[i], 2);
+    c->limit = c->count + k;
+    *commit_rc = txb_commit(t);
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + (uint64_t)k + 1;
+    crashdev_crash(c, &rng);
+    txb_abandon(t);
+    nasd_bdev_put(&c->b);
+    t = open_txb(raw);
+    int st = which_state(t);
+    txb_close(t);
+    nasd_bdev_put(raw);
+    return st;
+}
+
+START_TEST(crash_during_commit)
+{
+    make_sets();
+    nasd_log_level = -1;   /* every run logs the injected I/O errors */
+    int nold = 0, nnew = 0;
+    /* B's transaction: 1 descriptor + NB data chunks, then NB in-place chunks */
+    for (long k = 0; k <= 2 * NB + 3; k++) {
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            int crc;
+            int st = crash_run(k, seed, &crc);
+            ck_assert_msg(st != 0, "k=%ld seed=%llu: mixed old/new state after recovery", k, (unsigned long long)seed);
+            if (crc == 0) ck_assert_msg(st == 2, "k=%ld: commit returned 0 but the old state came back", k);
+            if (k <= NB) ck_assert_msg(st == 1, "k=%ld: journal incomplete but new state", k);
+            if (k > NB) ck_assert_msg(st == 2, "k=%ld: journal flushed but old state", k);
+            st == 1 ? nold++ : nnew++;
+        }
+    }
+    ck_assert(nold > 0 && nnew > 0);
+}
+END_TEST
+
+/* The journal is durable, the in-place writes all fail: the txb refuses further
+ * writes, and a reopen replays the transaction. */
+START_TEST(replay_after_journal_only)
+{
+    make_sets();
+    nasd_log_level = -1;
+    nasd_bdev *raw = fresh_dev();
+    struct crashdev *c = crashdev_new(raw);
+    struct txb *t = open_txb(&c->b);
+    for (int i = 0; i < NA; i++) txb_put_pattern(t, set_a[i], 1);
+    ck_assert_int_eq(txb_commit(t), 0);
+    ck_assert_int_eq(nasd_bdev_flush(&c->b), 0);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(txb_discard(t, disc_blk[i] * BS, BS), 0);
+    for (int i = 0; i < NB; i++) txb_put_pattern(t, set_b[i], 2);
+    int flushes = c->flushes;
+    c->limit = c->count + 1 + NB;   /* exactly the journal write */
+    ck_assert_int_eq(txb_commit(t), -EIO);
+    ck_assert_int_eq(c->flushes, flushes + 1);   /* one flush per commit */
+    ck_assert_int_eq(txb_write(t, 0, "x", 1), -EIO);
+    txb_abandon(t);
+    /* home locations still hold the old state; the discard was applied (ahead of the home writes) */
+    uint8_t buf[BS], want[BS];
+    ck_assert_int_eq(nasd_bdev_read(raw, buf, set_b[0] * BS, BS), 0);
+    fill_block(want, set_b[0] * BS, 1);
+    ck_assert(memcmp(buf, want, BS) == 0);
+    nasd_bdev_put(&c->b);
+    t = open_txb(raw);
+    ck_assert_int_eq(which_state(t), 2);
+    txb_close(t);
+    nasd_bdev_put(raw);
+}
+END_TEST
+
 static Suite *txb_suite(void)
 {
     Suite *s = suite_create("txblock");
@@ -257,6 +481,8 @@ static Suite *txb_suite(void)
     tcase_add_test(tc, overlay_unaligned);
     tcase_add_test(tc, abandon_is_atomic);
     tcase_add_test(tc, ext2_round_trip);
+    tcase_add_test(tc, crash_during_commit);
+    tcase_add_test(tc, replay_after_journal_only);
     suite_add_tcase(s, tc);
     return s;
 }
