@@ -3,11 +3,13 @@
  *
  * Layout: [0, data_size) data | 1 header block | half 0 | half 1.
  * A transaction (seq s, stored in half s % 2) is one sequential write:
- *   descriptor blocks (header + sorted target block numbers) | the data blocks in order,
+ *   descriptor blocks (header, sorted target block numbers, discarded ranges) | data blocks,
  * checksummed as a whole (XXH3, seeded with the journal nonce and seq), so a torn write
  * is simply invalid. Commit s: journal write, ONE flush (which also makes the in-place
- * writes of commit s-1 durable), pending unmaps, in-place writes. Open replays the valid
- * transaction with the highest seq; older ones are already home-durable. */
+ * writes of commit s-1 durable), unmaps, in-place writes. Open replays the valid
+ * transaction with the highest seq (unmaps, then writes); older ones are home-durable.
+ * Discards live in the transaction, so a crash cannot leak the space they free, and
+ * nothing older than the newest transaction is ever replayed over a discarded range. */
 #define _GNU_SOURCE
 #include "storage/txblock.h"
 #include <stdbool.h>
@@ -24,7 +26,7 @@
 #define TXB_VERSION     1u
 #define TXB_DESC_HDR    64u                     /* bytes before the target list */
 #define TXB_NBUCKETS    4096u                   /* > 2x the most blocks a half holds */
-#define TXB_MAX_DISCARDS 65536u                 /* pending ranges before an early commit */
+#define TXB_MAX_DISCARDS 4096u                  /* pending ranges before an early commit */
 
 struct txb_super {          /* the header block */
     uint64_t magic;
@@ -38,8 +40,10 @@ struct txb_desc {           /* first TXB_DESC_HDR bytes of a transaction */
     uint64_t magic, nonce, seq;
     uint32_t nblocks, ndesc;   /* data blocks, descriptor blocks */
     uint64_t csum;             /* XXH3-64 (seed nonce ^ seq) of the transaction with csum = 0 */
-    uint8_t pad[TXB_DESC_HDR - 40];
-    /* followed by uint64_t target[nblocks]: data block numbers, strictly increasing */
+    uint32_t ndisc, pad0;      /* discarded ranges */
+    uint8_t pad[TXB_DESC_HDR - 48];
+    /* followed by uint64_t target[nblocks]: data block numbers, strictly increasing,
+     * then struct drange disc[ndisc]: byte ranges unmapped before the in-place writes */
 };
 _Static_assert(sizeof(struct txb_desc) == TXB_DESC_HDR, "descriptor header size");
 
@@ -64,9 +68,9 @@ struct txb {
 };
 
 
-static uint32_t desc_blocks(uint32_t nblocks)
+static uint32_t desc_blocks(uint32_t nblocks, uint32_t ndisc)
 {
-    return (uint32_t)((TXB_DESC_HDR + 8ull * nblocks + TXB_BLOCK - 1) / TXB_BLOCK);
+    return (uint32_t)((TXB_DESC_HDR + 8ull * nblocks + 16ull * ndisc + TXB_BLOCK - 1) / TXB_BLOCK);
 }
 
 static uint64_t half_off(const struct txb *t, uint64_t seq)
@@ -266,11 +270,27 @@ static int write_home(struct txb *t, const uint64_t *target, const uint8_t *data
     return 0;
 }
 
+/* Unmaps first: a block written after its discard is in the transaction, so its
+ * in-place write lands after the unmap. Unmap failures only cost space. */
+static int apply_transaction(struct txb *t, const uint8_t *img)
+{
+    const struct txb_desc *h = (const struct txb_desc *)img;
+    const uint64_t *target = (const uint64_t *)(img + TXB_DESC_HDR);
+    const struct drange *disc = (const struct drange *)(target + h->nblocks);
+    for (uint32_t i = 0; i < h->ndisc; i++) {
+        int u = nasd_bdev_unmap(t->b, disc[i].off, disc[i].len);
+        if (u && u != -EOPNOTSUPP)
+            log_warn("txb %s: unmap %llu+%llu: %d", t->b->name, (unsigned long long)disc[i].off,
+                     (unsigned long long)disc[i].len, u);
+    }
+    return write_home(t, target, img + (size_t)h->ndesc * TXB_BLOCK, h->nblocks);
+}
+
 int txb_commit(struct txb *t)
 {
     if (t->failed) return t->failed;
     if (!t->ndirty && !t->ndisc) return 0;
-    uint32_t n = t->ndirty, nd = desc_blocks(n);
+    uint32_t n = t->ndirty, ndisc = (uint32_t)t->ndisc, nd = desc_blocks(n, ndisc);
     size_t bytes = (size_t)(nd + n) * TXB_BLOCK;
     struct dblk **list = malloc((n ? n : 1) * sizeof *list);
     uint8_t *img = aligned_alloc(TXB_BLOCK, bytes);
@@ -285,12 +305,13 @@ int txb_commit(struct txb *t)
     uint64_t *target = (uint64_t *)(img + TXB_DESC_HDR);
     uint8_t *data = img + (size_t)nd * TXB_BLOCK;
     h->magic = TXB_DESC_MAGIC; h->nonce = t->nonce; h->seq = t->seq;
-    h->nblocks = n; h->ndesc = nd;
+    h->nblocks = n; h->ndesc = nd; h->ndisc = ndisc;
     for (uint32_t i = 0; i < n; i++) {
         target[i] = list[i]->blk;
         memcpy(data + (size_t)i * TXB_BLOCK, list[i]->data, TXB_BLOCK);
     }
     free(list);
+    if (ndisc) memcpy(target + n, t->disc, ndisc * sizeof *t->disc);
     h->csum = XXH3_64bits_withSeed(img, bytes, t->nonce ^ t->seq);
 
     /* Until the flush returns, a crash leaves the previous transaction the newest valid
@@ -304,16 +325,8 @@ int txb_commit(struct txb *t)
         return rc;
     }
     t->seq++;
-    /* Unmaps first: a block written after its discard is in this transaction, so its
-     * in-place write below lands after the unmap. */
-    for (size_t i = 0; i < t->ndisc; i++) {
-        int u = nasd_bdev_unmap(t->b, t->disc[i].off, t->disc[i].len);
-        if (u && u != -EOPNOTSUPP)
-            log_warn("txb %s: unmap %llu+%llu: %d", t->b->name, (unsigned long long)t->disc[i].off,
-                     (unsigned long long)t->disc[i].len, u);
-    }
     t->ndisc = 0;
-    rc = write_home(t, target, data, n);
+    rc = apply_transaction(t, img);
     free(img);
     if (rc) {   /* the journal holds the data; only a reopen (replay) can recover */
         log_err("txb %s: in-place write failed: %d; further writes refused until reopen", t->b->name, rc);
@@ -332,7 +345,8 @@ static uint8_t *load_transaction(struct txb *t, int h)
     if (nasd_bdev_read(t->b, first, at, TXB_BLOCK)) return NULL;
     const struct txb_desc *d = (const struct txb_desc *)first;
     if (d->magic != TXB_DESC_MAGIC || d->nonce != t->nonce || (d->seq & 1) != (uint64_t)h ||
-        d->nblocks > t->max_blocks || d->ndesc != desc_blocks(d->nblocks))
+        d->nblocks > t->max_blocks || d->ndisc > TXB_MAX_DISCARDS ||
+        d->ndesc != desc_blocks(d->nblocks, d->ndisc))
         return NULL;
     size_t bytes = (size_t)(d->ndesc + d->nblocks) * TXB_BLOCK;
     uint8_t *img = aligned_alloc(TXB_BLOCK, bytes);
@@ -346,6 +360,9 @@ static uint8_t *load_transaction(struct txb *t, int h)
     const uint64_t *target = (const uint64_t *)(img + TXB_DESC_HDR);
     for (uint32_t i = 0; ok && i < h2->nblocks; i++)
         ok = target[i] < t->data_size / TXB_BLOCK && (i == 0 || target[i] > target[i - 1]);
+    const struct drange *disc = (const struct drange *)(target + h2->nblocks);
+    for (uint32_t i = 0; ok && i < h2->ndisc; i++)
+        ok = disc[i].off % TXB_BLOCK == 0 && disc[i].len % TXB_BLOCK == 0 && range_ok(t, disc[i].off, disc[i].len);
     if (!ok) { free(img); return NULL; }
     return img;
 }
@@ -391,11 +408,10 @@ static int recover(struct txb *t)
     int rc = 0;
     if (img[best]) {
         const struct txb_desc *d = (const struct txb_desc *)img[best];
-        rc = write_home(t, (const uint64_t *)(img[best] + TXB_DESC_HDR),
-                        img[best] + (size_t)d->ndesc * TXB_BLOCK, d->nblocks);
+        rc = apply_transaction(t, img[best]);
         if (!rc) rc = nasd_bdev_flush(t->b);
-        log_info("txb %s: replayed transaction %llu (%u blocks): %d", t->b->name,
-                 (unsigned long long)d->seq, d->nblocks, rc);
+        log_info("txb %s: replayed transaction %llu (%u blocks, %u discards): %d", t->b->name,
+                 (unsigned long long)d->seq, d->nblocks, d->ndisc, rc);
         t->seq = d->seq + 1;
     } else {
         t->seq = 1;
@@ -415,7 +431,8 @@ int txb_open(nasd_bdev *b, struct txb **out)
     t->data_size = (b->size - TXB_JOURNAL_BYTES) / TXB_BLOCK * TXB_BLOCK;
     t->jstart = t->data_size;
     t->max_blocks = TXB_JOURNAL_HALF / TXB_BLOCK;
-    while (t->max_blocks + desc_blocks(t->max_blocks) > TXB_JOURNAL_HALF / TXB_BLOCK) t->max_blocks--;
+    while (t->max_blocks + desc_blocks(t->max_blocks, TXB_MAX_DISCARDS) > TXB_JOURNAL_HALF / TXB_BLOCK)
+        t->max_blocks--;
     int rc = super_load(t);
     if (rc == -ENOENT) {
         log_info("txb %s: no journal found, formatting one", b->name);
