@@ -337,21 +337,27 @@ int txb_commit(struct txb *t)
     return 0;
 }
 
-/* Reads and verifies the transaction in half h; returns its image (caller frees) or NULL. */
-static uint8_t *load_transaction(struct txb *t, int h)
+/* Reads and verifies the transaction in half h: *img = its image (caller frees), or NULL
+ * if the half holds no valid transaction (never written, torn, or another journal's).
+ * A read error fails: that half might hold the newest transaction, and replaying an
+ * older one over its in-place writes would mix states. */
+static int load_transaction(struct txb *t, int h, uint8_t **out)
 {
     uint8_t first[TXB_BLOCK];
     uint64_t at = half_off(t, (uint64_t)h);
-    if (nasd_bdev_read(t->b, first, at, TXB_BLOCK)) return NULL;
+    *out = NULL;
+    int rc = nasd_bdev_read(t->b, first, at, TXB_BLOCK);
+    if (rc) return rc;
     const struct txb_desc *d = (const struct txb_desc *)first;
     if (d->magic != TXB_DESC_MAGIC || d->nonce != t->nonce || (d->seq & 1) != (uint64_t)h ||
         d->nblocks > t->max_blocks || d->ndisc > TXB_MAX_DISCARDS ||
         d->ndesc != desc_blocks(d->nblocks, d->ndisc))
-        return NULL;
+        return 0;
     size_t bytes = (size_t)(d->ndesc + d->nblocks) * TXB_BLOCK;
     uint8_t *img = aligned_alloc(TXB_BLOCK, bytes);
-    if (!img) return NULL;
-    if (nasd_bdev_read(t->b, img, at, bytes)) { free(img); return NULL; }
+    if (!img) return -ENOMEM;
+    rc = nasd_bdev_read(t->b, img, at, bytes);
+    if (rc) { free(img); return rc; }
     struct txb_desc *h2 = (struct txb_desc *)img;
     uint64_t want = h2->csum;
     h2->csum = 0;
@@ -363,8 +369,9 @@ static uint8_t *load_transaction(struct txb *t, int h)
     const struct drange *disc = (const struct drange *)(target + h2->nblocks);
     for (uint32_t i = 0; ok && i < h2->ndisc; i++)
         ok = disc[i].off % TXB_BLOCK == 0 && disc[i].len % TXB_BLOCK == 0 && range_ok(t, disc[i].off, disc[i].len);
-    if (!ok) { free(img); return NULL; }
-    return img;
+    if (!ok) { free(img); return 0; }
+    *out = img;
+    return 0;
 }
 
 static int super_init(struct txb *t)
@@ -401,11 +408,17 @@ static int super_load(struct txb *t)
 /* Replays the newest valid transaction (idempotent) and sets the next seq. */
 static int recover(struct txb *t)
 {
-    uint8_t *img[2] = { load_transaction(t, 0), load_transaction(t, 1) };
+    uint8_t *img[2] = { NULL, NULL };
+    int rc = load_transaction(t, 0, &img[0]);
+    if (!rc) rc = load_transaction(t, 1, &img[1]);
+    if (rc) {
+        log_err("txb %s: cannot read the journal: %d", t->b->name, rc);
+        free(img[0]);
+        return rc;
+    }
     uint64_t seq[2] = { img[0] ? ((struct txb_desc *)img[0])->seq : 0,
                         img[1] ? ((struct txb_desc *)img[1])->seq : 0 };
     int best = seq[1] > seq[0] ? 1 : 0;
-    int rc = 0;
     if (img[best]) {
         const struct txb_desc *d = (const struct txb_desc *)img[best];
         rc = apply_transaction(t, img[best]);

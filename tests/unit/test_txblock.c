@@ -258,6 +258,7 @@ struct crashdev {
     nasd_bdev *under;
     long limit, count;     /* limit < 0: unlimited */
     bool dead;
+    uint64_t bad_read;     /* nonzero: reads covering this offset fail */
     int flushes;
     struct undo *undo;
     size_t nundo, capundo;
@@ -276,7 +277,9 @@ static int cd_save(struct crashdev *c, uint64_t off)
 
 static int cd_read(nasd_bdev *b, void *buf, uint64_t off, size_t len)
 {
-    return nasd_bdev_read(((struct crashdev *)b)->under, buf, off, len);
+    struct crashdev *c = (struct crashdev *)b;
+    if (c->bad_read && c->bad_read >= off && c->bad_read < off + len) return -EIO;
+    return nasd_bdev_read(c->under, buf, off, len);
 }
 
 static int cd_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int flags)
@@ -611,6 +614,43 @@ START_TEST(vpool_raidz1_volume)
 }
 END_TEST
 
+
+/* A journal left by an earlier format (other nonce) is never replayed; an unreadable
+ * journal half fails the open instead of replaying an older transaction. */
+START_TEST(stale_and_unreadable_journal)
+{
+    nasd_bdev *b = fresh_dev();
+    struct txb *t = open_txb(b);
+    uint64_t jhdr = txb_data_size(t);
+    txb_put_pattern(t, 5, 1);
+    ck_assert_int_eq(txb_commit(t), 0);
+    txb_close(t);
+    uint8_t zero[BS] = { 0 }, buf[BS];
+    ck_assert_int_eq(nasd_bdev_write(b, zero, jhdr, BS, 0), 0);     /* header gone: a new journal */
+    fill_block(buf, 5 * BS, 9);
+    ck_assert_int_eq(nasd_bdev_write(b, buf, 5 * BS, BS, 0), 0);
+    t = open_txb(b);
+    ck_assert(txb_has(t, 5, 9));
+    txb_put_pattern(t, 6, 1);
+    ck_assert_int_eq(txb_commit(t), 0);
+    txb_abandon(t);
+    t = open_txb(b);
+    ck_assert(txb_has(t, 5, 9) && txb_has(t, 6, 1));
+    txb_close(t);
+
+    nasd_log_level = -1;
+    for (int half = 0; half < 2; half++) {
+        struct crashdev *c = crashdev_new(b);
+        c->bad_read = jhdr + BS + (uint64_t)half * TXB_JOURNAL_HALF;
+        struct txb *t2 = NULL;
+        ck_assert_int_eq(txb_open(&c->b, &t2), -EIO);
+        ck_assert_ptr_null(t2);
+        nasd_bdev_put(&c->b);
+    }
+    nasd_bdev_put(b);
+}
+END_TEST
+
 static Suite *txb_suite(void)
 {
     Suite *s = suite_create("txblock");
@@ -624,6 +664,7 @@ static Suite *txb_suite(void)
     tcase_add_test(tc, replay_after_journal_only);
     tcase_add_test(tc, discard_never_resurrects);
     tcase_add_test(tc, early_commit_when_half_is_full);
+    tcase_add_test(tc, stale_and_unreadable_journal);
     tcase_add_test(tc, vpool_raidz1_volume);
     suite_add_tcase(s, tc);
     return s;
