@@ -1,0 +1,254 @@
+/* Engine dataset backend: file data (pread/pwrite/truncate) and readdir.
+ *
+ * pread maps blocks itself and reads runs of contiguous blocks with one call (holes and
+ * unwritten extents read as zeros); pwrite and size changes go through libext2fs' file
+ * API, which allocates and frees blocks (freed ones are discarded back to the pool by the
+ * allocation callbacks in vfs_ext2.c). readdir drops the lock between directory blocks and
+ * never calls back with it held, so a callback may use the other ops. */
+#define _GNU_SOURCE
+#include "storage/vfs_ext2_int.h"
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define E2_READ_RUN_MAX 256   /* blocks per device read */
+
+int e2_set_size(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, uint64_t size)
+{
+    ext2_file_t file;
+    e->dirty = true;
+    errcode_t err = ext2fs_file_open2(e->fs, ino, (struct ext2_inode *)in, EXT2_FILE_WRITE, &file);
+    if (err) return e2_errno(err);
+    err = ext2fs_file_set_size2(file, size);
+    errcode_t cerr = ext2fs_file_close(file);
+    if (!err) err = cerr;
+    if (err) return e2_errno(err);
+    /* the file API wrote the 128-byte inode; reread it whole to set the times */
+    memset(in, 0, sizeof *in);
+    err = ext2fs_read_inode_full(e->fs, ino, (struct ext2_inode *)in, sizeof *in);
+    if (err) return e2_errno(err);
+    e2_touch(in, false, true, true);
+    return e2_iput(e, ino, in);
+}
+
+int e2_truncate(struct nasd_fsroot *f, int fd, uint64_t size)
+{
+    struct e2 *e = E2(f);
+    struct ext2_inode_large in;
+    e2_lock(e);
+    int rc = e2_iget(e, fd, &in);
+    if (rc) goto out;
+    if (LINUX_S_ISDIR(in.i_mode)) { rc = -EISDIR; goto out; }
+    if (!LINUX_S_ISREG(in.i_mode)) { rc = -EINVAL; goto out; }
+    if ((rc = e2_may(&in, E2_MAY_WRITE))) goto out;
+    if (size > (uint64_t)INT64_MAX) { rc = -EFBIG; goto out; }
+    rc = e2_set_size(e, (ext2_ino_t)fd, &in, size);
+out:
+    e2_unlock(e);
+    return rc;
+}
+
+static int map_block(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, blk64_t lblk, blk64_t *pblk)
+{
+    int flags = 0;
+    errcode_t err = ext2fs_bmap2(e->fs, ino, (struct ext2_inode *)in, NULL, 0, lblk, &flags, pblk);
+    if (err) return e2_errno(err);
+    if (flags & BMAP_RET_UNINIT) *pblk = 0;   /* unwritten extent reads as zeros */
+    return 0;
+}
+
+ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t off)
+{
+    struct e2 *e = E2(f);
+    ext2_filsys fs = e->fs;
+    struct ext2_inode_large in;
+    uint8_t *bounce = NULL;
+    e2_lock(e);
+    int rc = e2_iget(e, fd, &in);
+    if (rc) goto out;
+    if (LINUX_S_ISDIR(in.i_mode)) { rc = -EISDIR; goto out; }
+    if (!LINUX_S_ISREG(in.i_mode)) { rc = -EINVAL; goto out; }
+    uint64_t size = e2_size(&in), bs = fs->blocksize;
+    if (off >= size || !len) { rc = 0; goto out; }
+    uint64_t end = size - off < len ? size : off + len, pos = off;
+    uint8_t *p = buf;
+    blk64_t next_l = ~0ull, next_p = 0;   /* the mapping that ended the previous run */
+    while (pos < end) {
+        blk64_t lblk = pos / bs, pblk;
+        uint64_t in_off = pos % bs;
+        if (lblk == next_l) pblk = next_p;
+        else if ((rc = map_block(e, (ext2_ino_t)fd, &in, lblk, &pblk))) goto out;
+        /* extend the run while the mapping stays contiguous (or stays a hole) */
+        uint64_t want = (end - lblk * bs + bs - 1) / bs, k = 1;
+        while (k < want && k < E2_READ_RUN_MAX) {
+            blk64_t q;
+            if ((rc = map_block(e, (ext2_ino_t)fd, &in, lblk + k, &q))) goto out;
+            if (!(pblk ? q == pblk + k : q == 0)) { next_l = lblk + k; next_p = q; break; }
+            k++;
+        }
+        uint64_t n = k * bs - in_off;
+        if (n > end - pos) n = end - pos;
+        if (!pblk) {
+            memset(p, 0, n);
+        } else if (!in_off && n == k * bs) {
+            errcode_t err = io_channel_read_blk64(fs->io, pblk, (int)k, p);
+            if (err) { rc = e2_errno(err); goto out; }
+        } else {
+            if (!bounce && !(bounce = malloc(E2_READ_RUN_MAX * bs))) { rc = -ENOMEM; goto out; }
+            errcode_t err = io_channel_read_blk64(fs->io, pblk, (int)k, bounce);
+            if (err) { rc = e2_errno(err); goto out; }
+            memcpy(p, bounce + in_off, n);
+        }
+        pos += n;
+        p += n;
+    }
+    rc = 0;
+    e2_unlock(e);
+    free(bounce);
+    return (ssize_t)(end - off);
+out:
+    e2_unlock(e);
+    free(bounce);
+    return rc;
+}
+
+ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, uint64_t off)
+{
+    struct e2 *e = E2(f);
+    struct ext2_inode_large in;
+    size_t done = 0;
+    e2_lock(e);
+    int rc = e2_iget(e, fd, &in);
+    if (rc) goto out;
+    if (LINUX_S_ISDIR(in.i_mode)) { rc = -EISDIR; goto out; }
+    if (!LINUX_S_ISREG(in.i_mode)) { rc = -EINVAL; goto out; }
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off) { rc = -EFBIG; goto out; }
+    if (!len) goto out;
+    ext2_file_t file;
+    e->dirty = true;
+    errcode_t err = ext2fs_file_open2(e->fs, (ext2_ino_t)fd, (struct ext2_inode *)&in, EXT2_FILE_WRITE, &file);
+    if (err) { rc = e2_errno(err); goto out; }
+    err = ext2fs_file_llseek(file, off, EXT2_SEEK_SET, NULL);
+    while (!err && done < len) {
+        unsigned chunk = len - done > (1u << 30) ? (1u << 30) : (unsigned)(len - done), wrote = 0;
+        err = ext2fs_file_write(file, (const uint8_t *)buf + done, chunk, &wrote);
+        done += wrote;
+        if (!err && !wrote) err = EXT2_ET_SHORT_WRITE;
+    }
+    errcode_t cerr = ext2fs_file_close(file);
+    if (!err) err = cerr;
+    if (err) {
+        rc = e2_errno(err);
+        if (!done) goto out;   /* a partial write reports what made it */
+    }
+    memset(&in, 0, sizeof in);
+    err = ext2fs_read_inode_full(e->fs, (ext2_ino_t)fd, (struct ext2_inode *)&in, sizeof in);
+    if (err) { rc = e2_errno(err); goto out; }
+    /* like file_remove_privs: a write by someone else drops setuid/setgid */
+    if (!e2_is_root() && ((in.i_mode & S_ISUID) || (in.i_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)))
+        in.i_mode &= ~(S_ISUID | S_ISGID);
+    e2_touch(&in, false, true, true);
+    rc = e2_iput(e, (ext2_ino_t)fd, &in);
+out:
+    e2_unlock(e);
+    return done ? (ssize_t)done : rc;
+}
+
+/* ---------- readdir ---------- */
+
+struct dent {
+    uint64_t ino, next_cookie;
+    unsigned char type;
+    uint16_t name_off;
+};
+
+static unsigned char dtype_of(int ft)
+{
+    switch (ft) {
+    case EXT2_FT_REG_FILE: return DT_REG;
+    case EXT2_FT_DIR: return DT_DIR;
+    case EXT2_FT_CHRDEV: return DT_CHR;
+    case EXT2_FT_BLKDEV: return DT_BLK;
+    case EXT2_FT_FIFO: return DT_FIFO;
+    case EXT2_FT_SOCK: return DT_SOCK;
+    case EXT2_FT_SYMLINK: return DT_LNK;
+    default: return DT_UNKNOWN;
+    }
+}
+
+/* Copies the live entries of directory block lblk at positions >= from into ents/names.
+ * Returns the number of entries, or -errno. *eof when lblk is past the end. */
+static int read_dir_block(struct e2 *e, int dirfd, blk64_t lblk, uint64_t from, uint8_t *blockbuf,
+                          struct dent *ents, char *names, bool *eof)
+{
+    struct ext2_inode_large d;
+    int rc = e2_dir_get(e, dirfd, &d);
+    if (rc) return rc;
+    uint64_t bs = e->fs->blocksize;
+    if (lblk * bs >= e2_size(&d)) { *eof = true; return 0; }
+    blk64_t pblk;
+    if ((rc = map_block(e, (ext2_ino_t)dirfd, &d, lblk, &pblk))) return rc;
+    if (!pblk) return 0;
+    errcode_t err = ext2fs_read_dir_block4(e->fs, pblk, blockbuf, 0, (ext2_ino_t)dirfd);
+    if (err) return e2_errno(err);
+    int n = 0;
+    size_t name_used = 0;
+    for (uint64_t off = 0; off + 8 <= bs;) {
+        struct ext2_dir_entry *de = (struct ext2_dir_entry *)(blockbuf + off);
+        unsigned rec_len;
+        if (ext2fs_get_rec_len(e->fs, de, &rec_len) || rec_len < 8 || rec_len % 4 || off + rec_len > bs)
+            return -EIO;   /* corrupt block */
+        unsigned nlen = (unsigned)ext2fs_dirent_name_len(de);
+        uint64_t pos = lblk * bs + off;
+        if (de->inode && nlen && nlen + 8 <= rec_len && pos >= from) {
+            ents[n].ino = de->inode;
+            ents[n].next_cookie = pos + 1;
+            ents[n].type = dtype_of(ext2fs_dirent_file_type(de));
+            ents[n].name_off = (uint16_t)name_used;
+            memcpy(names + name_used, de->name, nlen);
+            names[name_used + nlen] = 0;
+            name_used += nlen + 1;
+            n++;
+        }
+        off += rec_len;
+    }
+    return n;
+}
+
+/* Cookies: an entry's byte position in the directory + 1. Entries never move (no htree,
+ * deletes merge into the previous entry), so resuming from any cookie returned is exact. */
+int e2_readdir(struct nasd_fsroot *f, int dirfd, uint64_t cookie, nasd_vfs_dirent_fn fn, void *arg)
+{
+    struct e2 *e = E2(f);
+    uint64_t bs = e->fs->blocksize;
+    size_t max_ents = bs / 12 + 1;
+    uint8_t *blockbuf = malloc(bs);
+    struct dent *ents = malloc(max_ents * sizeof *ents);
+    char *names = malloc(bs + max_ents);
+    int rc = 0;
+    if (!blockbuf || !ents || !names) { rc = -ENOMEM; goto done; }
+    e2_lock(e);
+    struct ext2_inode_large d;
+    rc = e2_dir_get(e, dirfd, &d);
+    if (!rc && cookie > e2_size(&d)) rc = -EINVAL;
+    e2_unlock(e);
+    if (rc) goto done;
+    for (blk64_t lblk = cookie / bs;; lblk++) {
+        bool eof = false;
+        e2_lock(e);
+        int n = read_dir_block(e, dirfd, lblk, cookie, blockbuf, ents, names, &eof);
+        e2_unlock(e);
+        if (n < 0) { rc = n; break; }
+        if (eof) break;
+        for (int i = 0; i < n; i++)
+            if (fn(arg, names + ents[i].name_off, ents[i].ino, ents[i].type, ents[i].next_cookie))
+                goto done;
+    }
+done:
+    free(blockbuf);
+    free(ents);
+    free(names);
+    return rc;
+}
