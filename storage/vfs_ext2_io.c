@@ -13,7 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define E2_READ_RUN_MAX 256   /* blocks per device read */
+#define E2_READ_RUN_MAX 256         /* blocks per device read */
+#define E2_WRITE_PIECE (1u << 20)   /* bytes per atomic piece of a pwrite */
 
 int e2_set_size(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, uint64_t size)
 {
@@ -114,44 +115,57 @@ out:
     return rc;
 }
 
-ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, uint64_t off)
+/* Writes one piece (at most E2_WRITE_PIECE bytes) under the lock. Returns bytes written or
+ * -errno; a partial write reports what made it. */
+static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len, uint64_t off)
 {
-    struct e2 *e = E2(f);
     struct ext2_inode_large in;
-    size_t done = 0;
-    e2_lock(e);
     int rc = e2_iget(e, fd, &in);
-    if (rc) goto out;
-    if (LINUX_S_ISDIR(in.i_mode)) { rc = -EISDIR; goto out; }
-    if (!LINUX_S_ISREG(in.i_mode)) { rc = -EINVAL; goto out; }
-    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off) { rc = -EFBIG; goto out; }
-    if (!len) goto out;
+    if (rc) return rc;
+    if (LINUX_S_ISDIR(in.i_mode)) return -EISDIR;
+    if (!LINUX_S_ISREG(in.i_mode)) return -EINVAL;
     ext2_file_t file;
+    unsigned wrote = 0;
     e->dirty = true;
     errcode_t err = ext2fs_file_open2(e->fs, (ext2_ino_t)fd, (struct ext2_inode *)&in, EXT2_FILE_WRITE, &file);
-    if (err) { rc = e2_errno(err); goto out; }
+    if (err) return e2_errno(err);
     err = ext2fs_file_llseek(file, off, EXT2_SEEK_SET, NULL);
-    while (!err && done < len) {
-        unsigned chunk = len - done > (1u << 30) ? (1u << 30) : (unsigned)(len - done), wrote = 0;
-        err = ext2fs_file_write(file, (const uint8_t *)buf + done, chunk, &wrote);
-        done += wrote;
-        if (!err && !wrote) err = EXT2_ET_SHORT_WRITE;
-    }
+    if (!err) err = ext2fs_file_write(file, buf, (unsigned)len, &wrote);
+    if (!err && wrote != len) err = EXT2_ET_SHORT_WRITE;
     errcode_t cerr = ext2fs_file_close(file);
     if (!err) err = cerr;
     if (err) {
         rc = e2_errno(err);
-        if (!done) goto out;   /* a partial write reports what made it */
+        if (!wrote) return rc;
     }
     memset(&in, 0, sizeof in);
     err = ext2fs_read_inode_full(e->fs, (ext2_ino_t)fd, (struct ext2_inode *)&in, sizeof in);
-    if (err) { rc = e2_errno(err); goto out; }
+    if (err) return e2_errno(err);
     /* like file_remove_privs: a write by someone else drops setuid/setgid */
     if (!e2_is_root() && ((in.i_mode & S_ISUID) || (in.i_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)))
         in.i_mode &= ~(S_ISUID | S_ISGID);
     e2_touch(&in, false, true, true);
     rc = e2_iput(e, (ext2_ino_t)fd, &in);
-out:
+    return rc && !wrote ? rc : (ssize_t)wrote;
+}
+
+/* Large writes go in pieces with a chance to commit between them: every commit must hold a
+ * consistent filesystem, and a single op that overflowed a journal half would force the
+ * txblock to commit early, in the middle of it (blocks mapped, bitmaps not yet written). */
+ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, uint64_t off)
+{
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off) return -EFBIG;
+    struct e2 *e = E2(f);
+    size_t done = 0;
+    ssize_t rc = 0;
+    e2_lock(e);
+    do {
+        size_t n = len - done > E2_WRITE_PIECE ? E2_WRITE_PIECE : len - done;
+        if (done && e->dirty && txb_dirty_bytes(e->txb) >= E2_COMMIT_DIRTY_BYTES) e2_commit_locked(e);
+        rc = n ? pwrite_piece(e, fd, (const uint8_t *)buf + done, n, off + done) : 0;
+        if (rc > 0) done += (size_t)rc;
+        if (rc < (ssize_t)n) break;
+    } while (done < len);
     e2_unlock(e);
     return done ? (ssize_t)done : rc;
 }
