@@ -189,7 +189,7 @@ static bool all_zero(const uint8_t *p, size_t n)
  * lays them out: unused tail bits set). skip_zero: an all-zero block is not written because
  * the device already reads zeros there (fresh format of an unmapped volume). Inode bitmaps
  * have set padding bits past inodes_per_group, so only block bitmaps are ever skipped. */
-static int write_group_bitmaps(struct e2 *e, bool skip_zero)
+static int write_group_bitmaps(struct e2 *e, bool formatting, bool skip_zero)
 {
     ext2_filsys fs = e->fs;
     uint32_t bs = fs->blocksize;
@@ -221,6 +221,9 @@ static int write_group_bitmaps(struct e2 *e, bool skip_zero)
             if (err) rc = e2_errno(err);
             else e->ib_dirty[g] = 0;
         }
+        /* format of a big volume: bitmaps would overflow a journal half (format is not
+         * atomic anyway; a half-formatted volume is never opened) */
+        if (!rc && formatting && txb_dirty_bytes(e->txb) >= E2_COMMIT_DIRTY_BYTES) rc = txb_commit(e->txb);
     }
     free(buf);
     return rc;
@@ -229,7 +232,7 @@ static int write_group_bitmaps(struct e2 *e, bool skip_zero)
 int e2_commit_locked(struct e2 *e)
 {
     ext2_filsys fs = e->fs;
-    int rc = write_group_bitmaps(e, false);
+    int rc = write_group_bitmaps(e, false, false);
     if (rc) { log_err("ext2 %s: writing bitmaps: %d", e->bdev->name, rc); return rc; }
     /* our bitmaps are written: keep ext2fs_flush2 from rewriting all groups' */
     fs->flags &= ~(EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY);
@@ -354,8 +357,10 @@ int nasd_ext2_format(nasd_bdev *b, const char *label)
     memset(e->bb_dirty, 1, fs->group_desc_count);
     memset(e->ib_dirty, 1, fs->group_desc_count);
     if (!zeroed) {
-        for (dgrp_t g = 0; g < fs->group_desc_count && !err; g++)
+        for (dgrp_t g = 0; g < fs->group_desc_count && !err; g++) {
             err = ext2fs_zero_blocks2(fs, ext2fs_inode_table_loc(fs, g), fs->inode_blocks_per_group, NULL, NULL);
+            if (!err && txb_dirty_bytes(t) >= E2_COMMIT_DIRTY_BYTES) err = (errcode_t)-txb_commit(t);
+        }
         if (err) { rc = e2_errno(err); goto out; }
     }
     /* reserved inodes 1..10 are in use; 1 is the (empty) bad blocks list */
@@ -366,7 +371,7 @@ int nasd_ext2_format(nasd_bdev *b, const char *label)
     rc = e2_make_root(e);
     if (rc) goto out;
 
-    rc = write_group_bitmaps(e, zeroed);
+    rc = write_group_bitmaps(e, true, zeroed);
     if (rc) goto out;
     fs->flags &= ~(EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY);
     ext2fs_mark_super_dirty(fs);

@@ -164,6 +164,22 @@ static int find_name(const struct names *c, const char *name)
     return -1;
 }
 
+static int creat_file(struct nasd_fsroot *f, int dir, const char *name);
+/* A few files and directories, enough for e2fsck to look at every kind of object. */
+static void make_tree_small(struct nasd_fsroot *f)
+{
+    int r = f->root_fd;
+    ck_assert_int_eq(f->vfs->mkdirat(f, r, "d", 0755), 0);
+    for (int i = 0; i < 40; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "f%d", i);
+        int fd = creat_file(f, r, nm);
+        ck_assert_int_gt(fd, 0);
+        ck_assert_int_eq(f->vfs->pwrite(f, fd, nm, strlen(nm), (uint64_t)i * 10000), (ssize_t)strlen(nm));
+    }
+    ck_assert_int_eq(f->vfs->symlinkat(f, "f1", r, "l"), 0);
+}
+
 /* ---------- tests ---------- */
 
 START_TEST(format_and_open)
@@ -197,6 +213,42 @@ START_TEST(format_and_open)
     printf("format of %llu MiB: %llu KiB allocated in the backing file\n",
            (unsigned long long)(DEV_SIZE >> 20), (unsigned long long)fst.st_blocks / 2);
     ck_assert_uint_lt((uint64_t)fst.st_blocks * 512, 4ull << 20);
+}
+END_TEST
+
+/* A bdev without unmap over a file full of garbage: format must zero what it relies on. */
+struct no_unmap { nasd_bdev b; nasd_bdev *inner; };
+static int nu_read(nasd_bdev *b, void *buf, uint64_t off, size_t len)
+{ return nasd_bdev_read(((struct no_unmap *)b)->inner, buf, off, len); }
+static int nu_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int flags)
+{ return nasd_bdev_write(((struct no_unmap *)b)->inner, buf, off, len, flags); }
+static int nu_flush(nasd_bdev *b) { return nasd_bdev_flush(((struct no_unmap *)b)->inner); }
+static void nu_destroy(nasd_bdev *b) { nasd_bdev_put(((struct no_unmap *)b)->inner); free(b); }
+static const struct nasd_bdev_ops no_unmap_ops = { .read = nu_read, .write = nu_write, .flush = nu_flush,
+                                                   .destroy = nu_destroy };
+
+START_TEST(format_over_garbage_without_unmap)
+{
+    uint64_t size = 96ull << 20;
+    nasd_bdev *inner = file_dev(devpath, size);
+    uint8_t *junk = malloc(1 << 20);
+    memset(junk, 0xa5, 1 << 20);
+    for (uint64_t off = 0; off < size; off += 1 << 20)
+        ck_assert_int_eq(nasd_bdev_write(inner, junk, off, 1 << 20, 0), 0);
+    free(junk);
+    struct no_unmap *nu = calloc(1, sizeof *nu);
+    nu->b.ops = &no_unmap_ops;
+    nu->b.size = size;
+    nu->b.block_size = 4096;
+    snprintf(nu->b.name, sizeof nu->b.name, "nounmap");
+    atomic_init(&nu->b.refs, 1);
+    nu->inner = inner;
+    ck_assert_int_eq(nasd_ext2_format(&nu->b, "junk"), 0);
+    struct nasd_fsroot *f = open_fs(&nu->b);
+    make_tree_small(f);
+    nasd_fsroot_put(f);
+    nasd_bdev_put(&nu->b);
+    ck_assert_int_eq(fsck(devpath), 0);
 }
 END_TEST
 
@@ -1024,6 +1076,7 @@ static Suite *ext2_suite(void)
     tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, format_and_open);
+    tcase_add_test(tc, format_over_garbage_without_unmap);
     tcase_add_test(tc, file_read_write);
     tcase_add_test(tc, truncate_grow_shrink);
     tcase_add_test(tc, directories);
