@@ -1,4 +1,6 @@
-/* Dataset directory roots for NFS with nasd-tracked quota. */
+/* Dataset roots for NFS with nasd-tracked quota. nasd_fsroot_open makes a posix
+ * one (a host directory, storage/vfs_posix.c); engine datasets come from
+ * nasd_fsroot_open_ext2. The last put hands the root to its backend's destroy. */
 #define _GNU_SOURCE
 #include "storage/fsroot.h"
 #include <dirent.h>
@@ -39,6 +41,7 @@ struct nasd_fsroot *nasd_fsroot_open(const char *path, const char *name, uint64_
     struct nasd_fsroot *f = calloc(1, sizeof *f);
     if (!f) { close(fd); *err = -ENOMEM; return NULL; }
     f->root_fd = fd;
+    f->vfs = &nasd_vfs_posix;
     snprintf(f->path, sizeof f->path, "%s", path);
     snprintf(f->name, sizeof f->name, "%s", name);
     f->fsid = fsid;
@@ -57,10 +60,7 @@ struct nasd_fsroot *nasd_fsroot_get(struct nasd_fsroot *f)
 
 void nasd_fsroot_put(struct nasd_fsroot *f)
 {
-    if (f && atomic_fetch_sub(&f->refs, 1) == 1) {
-        close(f->root_fd);
-        free(f);
-    }
+    if (f && atomic_fetch_sub(&f->refs, 1) == 1) f->vfs->destroy(f);
 }
 
 int nasd_fsroot_charge(struct nasd_fsroot *f, int64_t delta)
