@@ -1,5 +1,7 @@
-/* Per-request credentials: squashing, per-thread fsuid/fsgid/groups, and the
- * permission checks done in userspace for I/O on shared cached fds. */
+/* Per-request credentials: squashing, per-thread fsuid/fsgid/groups (what the
+ * kernel checks for posix datasets) mirrored into the vfs thread credential (what
+ * userspace backends check), and the permission checks done here for I/O on
+ * shared cached fds. */
 #define _GNU_SOURCE
 #include "nfs/internal.h"
 #include <sys/fsuid.h>
@@ -55,6 +57,7 @@ static void set_thread_creds(struct nfs_worker *w, uint32_t uid, uint32_t gid, u
 /* Only fsuid matters for capabilities (open_by_handle_at); groups stay as they are. */
 void nfs_creds_root(struct nfs_worker *w)
 {
+    nasd_vfs_set_cred(NULL);
     if (w->creds_valid && w->fsuid == 0) return;
     syscall(SYS_setfsuid, 0);
     w->fsuid = 0;
@@ -62,6 +65,9 @@ void nfs_creds_root(struct nfs_worker *w)
 
 void nfs_creds_user(struct nfs_ctx *c)
 {
+    struct nasd_vfs_cred vc = { .uid = c->uid, .gid = c->gid, .ngroups = 0 };
+    for (uint32_t i = 0; i < c->ngids && i < NASD_VFS_MAX_GROUPS; i++) vc.groups[vc.ngroups++] = c->gids[i];
+    nasd_vfs_set_cred(&vc);
     set_thread_creds(c->w, c->uid, c->gid, c->ngids, c->gids);
 }
 
