@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 int nfs_parse_client_net(const char *s, struct nfs_client_net *out)
@@ -82,21 +81,22 @@ int nfs_export_allows(const struct nfs_export *e, const struct sockaddr_storage 
 
 /* ---- object cache ---- */
 
-static unsigned key_hash(const struct nfs_fh_key *k)
+static unsigned key_hash(const struct nasd_fh *k)
 {
     return (unsigned)XXH3_64bits_withSeed(k->bytes, k->len, (uint32_t)k->type);
 }
 
-static int key_eq(const struct nfs_fh_key *a, const struct nfs_fh_key *b)
+static int key_eq(const struct nasd_fh *a, const struct nasd_fh *b)
 {
     return a->type == b->type && a->len == b->len && !memcmp(a->bytes, b->bytes, a->len);
 }
 
 static void obj_free(struct nfs_obj *o)
 {
-    if (o->fd >= 0) close(o->fd);
-    if (o->io_fd >= 0) close(o->io_fd);
-    if (o->old_io_fd >= 0) close(o->old_io_fd);
+    struct nasd_fsroot *fs = o->fs;
+    if (o->fd >= 0) fs->vfs->close(fs, o->fd);
+    if (o->io_fd >= 0) fs->vfs->close(fs, o->io_fd);
+    if (o->old_io_fd >= 0) fs->vfs->close(fs, o->old_io_fd);
     free(o);
 }
 
@@ -155,26 +155,26 @@ void nfs_obj_evict_ino(struct nfs_export *e, ino_t ino)
     pthread_mutex_unlock(&e->cache_lock);
 }
 
-static struct nfs_obj *cache_find_locked(struct nfs_export *e, const struct nfs_fh_key *k, unsigned h)
+static struct nfs_obj *cache_find_locked(struct nfs_export *e, const struct nasd_fh *k, unsigned h)
 {
     for (struct nfs_obj *o = e->buckets[h & (e->nbuckets - 1)]; o; o = o->hnext)
         if (key_eq(&o->key, k)) return o;
     return NULL;
 }
 
-static int open_handle(struct nfs_export *e, const struct nfs_fh_key *k, int flags)
+static int open_handle(struct nfs_export *e, const struct nasd_fh *k, int flags)
 {
-    union { struct file_handle fh; uint8_t raw[sizeof(struct file_handle) + NFS_FH_KMAX]; } u;
-    u.fh.handle_bytes = k->len;
-    u.fh.handle_type = k->type;
-    memcpy(u.fh.f_handle, k->bytes, k->len);
-    int fd = open_by_handle_at(e->fs->root_fd, &u.fh, flags | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return e->fs->vfs->open_handle(e->fs, k, flags);
 }
 
-/* Caller must run with root fs credentials (open_by_handle_at needs
+int nfs_vfs_fstat(struct nasd_fsroot *fs, int fd, struct stat *st)
+{
+    return fs->vfs->fstatat(fs, fd, "", st, AT_EMPTY_PATH);
+}
+
+/* Runs with root fs credentials (the posix backend's open_by_handle_at needs
  * CAP_DAC_READ_SEARCH). Returns 0 or -errno (-ESTALE for vanished objects). */
-int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nfs_fh_key *k,
+int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nasd_fh *k,
                 struct nfs_obj **out)
 {
     unsigned h = key_hash(k);
@@ -194,11 +194,12 @@ int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nfs_fh_
     int fd = open_handle(e, k, O_PATH);
     if (fd < 0) return fd == -ENOENT || fd == -EINVAL || fd == -ESTALE ? -ESTALE : fd;
     struct stat st;
-    if (fstat(fd, &st) < 0) { close(fd); return -ESTALE; }
+    if (nfs_vfs_fstat(e->fs, fd, &st) < 0) { e->fs->vfs->close(e->fs, fd); return -ESTALE; }
     o = calloc(1, sizeof *o);
-    if (!o) { close(fd); return -ENOMEM; }
+    if (!o) { e->fs->vfs->close(e->fs, fd); return -ENOMEM; }
     o->ino = st.st_ino;
     o->key = *k;
+    o->fs = e->fs;
     o->fd = fd;
     o->io_fd = o->old_io_fd = -1;
     atomic_init(&o->refs, 2); /* caller + cache */
@@ -225,7 +226,7 @@ int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nfs_fh_
     return 0;
 }
 
-/* fd usable for pread/pwrite/getdents; opened once per object (root creds needed
+/* fd usable for pread/pwrite/fsync/truncate; opened once per object (root creds needed
  * on first use; permission checks are done by the caller with nfs_may). */
 int nfs_obj_io_fd(struct nfs_export *e, struct nfs_worker *w, struct nfs_obj *o, int want_write)
 {
@@ -243,11 +244,12 @@ int nfs_obj_io_fd(struct nfs_export *e, struct nfs_worker *w, struct nfs_obj *o,
     if (o->io_fd >= 0 && (o->io_rw || !nrw)) {
         int keep = o->io_fd;      /* someone else was faster */
         pthread_mutex_unlock(&e->cache_lock);
-        close(nfd);
+        e->fs->vfs->close(e->fs, nfd);
         return keep;
     }
     if (o->io_fd >= 0) {
-        if (o->old_io_fd >= 0) close(o->old_io_fd); /* cannot be in use: only one upgrade */
+        /* cannot be in use: only one upgrade */
+        if (o->old_io_fd >= 0) e->fs->vfs->close(e->fs, o->old_io_fd);
         o->old_io_fd = o->io_fd;
     }
     o->io_fd = nfd;
@@ -257,7 +259,7 @@ int nfs_obj_io_fd(struct nfs_export *e, struct nfs_worker *w, struct nfs_obj *o,
 }
 
 size_t nfs_export_make_fh(struct nfs_server *s, const struct nfs_export *e,
-                          const struct nfs_fh_key *k, uint8_t *out)
+                          const struct nasd_fh *k, uint8_t *out)
 {
     return nfs_fh_encode(&s->secret, e->cfg.export_id, e->gen, k, out);
 }
@@ -366,11 +368,10 @@ int nfs_server_set_export(struct nfs_server *s, const struct nfs_export_cfg *cfg
     struct stat st;
     int err = 0;
     if (!e->buckets || !e->ibuckets) err = -ENOMEM;
-    else if (fstat(e->fs->root_fd, &st) < 0) err = -errno;
-    else {
+    else if ((err = nfs_vfs_fstat(e->fs, e->fs->root_fd, &st)) == 0) {
         e->dev = st.st_dev;
         e->root_ino = st.st_ino;
-        err = nfs_fh_from_name(e->fs->root_fd, "", AT_EMPTY_PATH, &e->root_key);
+        err = e->fs->vfs->handle(e->fs, e->fs->root_fd, "", AT_EMPTY_PATH, &e->root_key);
     }
     if (err) {
         log_err("nfs: export %s (%s): cannot get root handle: %s", e->cfg.path, e->fs->path, strerror(-err));

@@ -86,7 +86,7 @@ static uint64_t fh_mac(const struct nfs_fh_secret *sec, const uint8_t *data, siz
 }
 
 size_t nfs_fh_encode(const struct nfs_fh_secret *sec, uint32_t export_id, uint32_t gen,
-                     const struct nfs_fh_key *k, uint8_t *out)
+                     const struct nasd_fh *k, uint8_t *out)
 {
     out[0] = 'N';
     out[1] = 'X';
@@ -116,18 +116,5 @@ int nfs_fh_decode(const struct nfs_fh_secret *sec, const uint8_t *fh, size_t len
     out->k.type = (int32_t)get_be32(fh + 12);
     out->k.len = klen;
     memcpy(out->k.bytes, fh + FH_HDR, klen);
-    return 0;
-}
-
-int nfs_fh_from_name(int dirfd, const char *name, int flags, struct nfs_fh_key *k)
-{
-    union { struct file_handle fh; uint8_t raw[sizeof(struct file_handle) + 128]; } u;
-    u.fh.handle_bytes = 128;
-    int mnt;
-    if (name_to_handle_at(dirfd, name, &u.fh, &mnt, flags) < 0) return -errno;
-    if (u.fh.handle_bytes > NFS_FH_KMAX) return -EOVERFLOW;
-    k->type = u.fh.handle_type;
-    k->len = u.fh.handle_bytes;
-    memcpy(k->bytes, u.fh.f_handle, k->len);
     return 0;
 }

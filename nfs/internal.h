@@ -16,11 +16,13 @@
 #define NFS_REPLY_CAP (NFS_MAX_IO + 64 * 1024)
 #define NFS_OBJ_CACHE_MAX 4096              /* cached fds per export */
 
-/* A filesystem object resolved from a handle; cached per export. */
+/* A filesystem object resolved from a handle; cached per export. Its fds are
+ * backend objects of fs (storage/vfs.h), reached only through fs->vfs. */
 struct nfs_obj {
-    struct nfs_fh_key key;
-    int fd;                  /* O_PATH */
-    int io_fd;               /* lazily opened for read/write/readdir, -1 */
+    struct nasd_fh key;
+    struct nasd_fsroot *fs;  /* the export's; outlives the object (requests hold the export) */
+    int fd;                  /* open_handle(O_PATH) */
+    int io_fd;               /* lazily opened for read/write, -1 */
     int io_rw;               /* io_fd is writable */
     int old_io_fd;           /* replaced read-only fd, closed on free */
     atomic_int refs;         /* the cache holds one while the object is cached */
@@ -37,7 +39,7 @@ struct nfs_export {
     uint32_t gen;
     dev_t dev;
     ino_t root_ino;
-    struct nfs_fh_key root_key;
+    struct nasd_fh root_key;
     uint8_t root_fh[NFS_FH_MAX];
     size_t root_fh_len;
     pthread_mutex_t cache_lock;
@@ -141,14 +143,16 @@ void nfs_export_put(struct nfs_export *e);
 int nfs_export_allows(const struct nfs_export *e, const struct sockaddr_storage *peer);
 int nfs_net_match(const struct nfs_client_net *n, const struct sockaddr_storage *peer);
 void nfs_exports_clear(struct nfs_server *s);
-int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nfs_fh_key *k,
+int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nasd_fh *k,
                 struct nfs_obj **out);
 void nfs_obj_put(struct nfs_obj *o);
 void nfs_obj_evict(struct nfs_export *e, struct nfs_obj *o);
 void nfs_obj_evict_ino(struct nfs_export *e, ino_t ino);
 int nfs_obj_io_fd(struct nfs_export *e, struct nfs_worker *w, struct nfs_obj *o, int want_write);
 size_t nfs_export_make_fh(struct nfs_server *s, const struct nfs_export *e,
-                          const struct nfs_fh_key *k, uint8_t *out);
+                          const struct nasd_fh *k, uint8_t *out);
+/* Attributes of the object fd itself (fstat through the backend). 0 or -errno. */
+int nfs_vfs_fstat(struct nasd_fsroot *fs, int fd, struct stat *st);
 
 /* creds.c */
 void nfs_creds_root(struct nfs_worker *w);

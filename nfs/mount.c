@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { MNT3_OK = 0, MNT3ERR_NOENT = 2, MNT3ERR_IO = 5, MNT3ERR_ACCES = 13, MNT3ERR_NOTDIR = 20,
        MNT3ERR_NAMETOOLONG = 63, MNT3ERR_SERVERFAULT = 10006 };
@@ -65,10 +64,11 @@ static uint32_t mnt_errno(int err)
 /* Walks rest ("a/b/c") down from the export root like LOOKUP would: no "..",
  * no symlinks, no other filesystem mounted inside; every component a directory.
  * Runs with root fs credentials, as mountd does. Fills k; returns a mountstat3. */
-static uint32_t mnt_resolve_sub(struct nfs_ctx *c, struct nfs_export *e, const char *rest, struct nfs_fh_key *k)
+static uint32_t mnt_resolve_sub(struct nfs_ctx *c, struct nfs_export *e, const char *rest, struct nasd_fh *k)
 {
     nfs_creds_root(c->w);
-    int cur = e->fs->root_fd;
+    struct nasd_fsroot *fs = e->fs;
+    int cur = fs->root_fd;
     uint32_t st = MNT3_OK;
     while (*rest && !st) {
         const char *slash = strchr(rest, '/');
@@ -81,20 +81,21 @@ static uint32_t mnt_resolve_sub(struct nfs_ctx *c, struct nfs_export *e, const c
         while (*rest == '/') rest++;
         if (n == 0 || !strcmp(comp, ".")) continue;
         if (!strcmp(comp, "..")) { st = MNT3ERR_ACCES; break; }
-        int fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int fd = fs->vfs->openat(fs, cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
         struct stat sb;
-        if (fd < 0) st = mnt_errno(errno);
-        else if (fstat(fd, &sb) < 0) st = mnt_errno(errno);
+        int r;
+        if (fd < 0) st = mnt_errno(-fd);
+        else if ((r = nfs_vfs_fstat(fs, fd, &sb)) < 0) st = mnt_errno(-r);
         else if (S_ISLNK(sb.st_mode) || sb.st_dev != e->dev) st = MNT3ERR_ACCES;
         else if (!S_ISDIR(sb.st_mode)) st = MNT3ERR_NOTDIR;
-        if (cur != e->fs->root_fd) close(cur);
+        if (cur != fs->root_fd) fs->vfs->close(fs, cur);
         cur = fd;
     }
     if (!st) {
-        int r = nfs_fh_from_name(cur, "", AT_EMPTY_PATH, k);
+        int r = fs->vfs->handle(fs, cur, "", AT_EMPTY_PATH, k);
         if (r) st = mnt_errno(-r);
     }
-    if (cur >= 0 && cur != e->fs->root_fd) close(cur);
+    if (cur >= 0 && cur != fs->root_fd) fs->vfs->close(fs, cur);
     return st;
 }
 
@@ -120,7 +121,7 @@ static void mnt_mnt(struct nfs_ctx *c)
     size_t fh_len = e->root_fh_len;
     memcpy(fh, e->root_fh, fh_len);
     if (*rest) {                       /* a directory inside the export */
-        struct nfs_fh_key k;
+        struct nasd_fh k;
         uint32_t st = mnt_resolve_sub(c, e, rest, &k);
         if (st) {
             log_info("nfs: mount of %s by %s refused (mountstat %u)", path, c->conn->peer_str, st);

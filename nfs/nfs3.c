@@ -107,7 +107,7 @@ uint32_t nfs3_resolve(struct nfs_ctx *c, const struct nfs3_fh *fh, struct nfs3_o
     }
     int r = nfs_obj_get(c->exp, c->w, &p.k, &out->o);
     if (r) return nfs3_errno(r);
-    if (fstat(out->o->fd, &out->st) < 0 || out->st.st_nlink == 0) {
+    if (nfs_vfs_fstat(c->exp->fs, out->o->fd, &out->st) < 0 || out->st.st_nlink == 0) {
         nfs_obj_evict(c->exp, out->o);
         nfs_obj_put(out->o);
         out->o = NULL;
@@ -185,7 +185,7 @@ void nfs3_put_wcc(struct nfs_ctx *c, const struct stat *pre, const struct stat *
     nfs3_put_post_op(c, post);
 }
 
-void nfs3_put_post_op_fh(struct nfs_ctx *c, const struct nfs_fh_key *k)
+void nfs3_put_post_op_fh(struct nfs_ctx *c, const struct nasd_fh *k)
 {
     xdr_put_u32(c->res, k != NULL);
     if (!k) return;
@@ -219,14 +219,16 @@ static uint32_t apply_size(struct nfs_ctx *c, int fd, int is_path, struct nfs_ob
         nfs_creds_user(c);
         if (iofd < 0) return nfs3_errno(iofd);
     }
+    struct nasd_fsroot *fs = c->exp->fs;
     pthread_mutex_t *lk = nfs3_size_lock(c->exp, st->st_ino);
     pthread_mutex_lock(lk);
     struct stat cur;
     uint32_t r = NFS3_OK;
-    if (fstat(iofd, &cur) < 0) r = nfs3_errno(errno);
+    int e;
+    if ((e = nfs_vfs_fstat(fs, iofd, &cur)) < 0) r = nfs3_errno(e);
     else if (nfs3_charge_resize(c->exp, (uint64_t)cur.st_size, size)) r = NFS3ERR_DQUOT;
-    else if (ftruncate(iofd, (off_t)size) < 0) {
-        r = nfs3_errno(errno);
+    else if ((e = fs->vfs->truncate(fs, iofd, size)) < 0) {
+        r = nfs3_errno(e);
         nfs3_charge_resize(c->exp, size, (uint64_t)cur.st_size);
     }
     pthread_mutex_unlock(lk);
@@ -236,23 +238,17 @@ static uint32_t apply_size(struct nfs_ctx *c, int fd, int is_path, struct nfs_ob
 uint32_t nfs3_apply_sattr(struct nfs_ctx *c, int fd, int is_path, struct nfs_obj *obj,
                           const struct stat *st, const struct nfs3_sattr *sa)
 {
+    struct nasd_fsroot *fs = c->exp->fs;
     nfs_creds_user(c);
     if (sa->set_uid || sa->set_gid) {
         uid_t u = sa->set_uid ? sa->uid : (uid_t)-1;
         gid_t g = sa->set_gid ? sa->gid : (gid_t)-1;
-        int r = is_path ? fchownat(fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) : fchown(fd, u, g);
-        if (r < 0) return nfs3_errno(errno);
+        int r = fs->vfs->chown(fs, fd, u, g);
+        if (r < 0) return nfs3_errno(r);
     }
     if (sa->set_mode && !S_ISLNK(st->st_mode)) {
-        int r;
-        if (is_path) {
-            char proc[64];
-            snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-            r = fchmodat(AT_FDCWD, proc, sa->mode & 07777, 0);
-        } else {
-            r = fchmod(fd, sa->mode & 07777);
-        }
-        if (r < 0) return nfs3_errno(errno);
+        int r = fs->vfs->chmod(fs, fd, sa->mode & 07777);
+        if (r < 0) return nfs3_errno(r);
     }
     if (sa->set_size) {
         uint32_t r = apply_size(c, fd, is_path, obj, st, sa->size);
@@ -265,8 +261,8 @@ uint32_t nfs3_apply_sattr(struct nfs_ctx *c, int fd, int is_path, struct nfs_obj
         ts[0].tv_sec = ts[1].tv_sec = 0;
         if (sa->atime_how == 2) ts[0] = sa->atime;
         if (sa->mtime_how == 2) ts[1] = sa->mtime;
-        int r = is_path ? utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) : futimens(fd, ts);
-        if (r < 0) return nfs3_errno(errno);
+        int r = fs->vfs->utimens(fs, fd, ts);
+        if (r < 0) return nfs3_errno(r);
     }
     return NFS3_OK;
 }

@@ -52,10 +52,11 @@ void nfs3_put_status(struct nfs_ctx *c, uint32_t st);
 void nfs3_put_fattr(struct nfs_ctx *c, const struct stat *st);
 void nfs3_put_post_op(struct nfs_ctx *c, const struct stat *st); /* NULL: absent */
 void nfs3_put_wcc(struct nfs_ctx *c, const struct stat *pre, const struct stat *post);
-void nfs3_put_post_op_fh(struct nfs_ctx *c, const struct nfs_fh_key *k); /* NULL: absent */
+void nfs3_put_post_op_fh(struct nfs_ctx *c, const struct nasd_fh *k); /* NULL: absent */
 
-/* Applies sattr to an object. fd is a real open fd (is_path 0) or an O_PATH fd of
- * obj (is_path 1). Quota is charged for size changes. Returns an nfsstat3. */
+/* Applies sattr to an object. fd is a writable open fd (is_path 0) or the O_PATH
+ * fd of obj (is_path 1: a size change then goes through obj's io fd). Quota is
+ * charged for size changes. Returns an nfsstat3. */
 uint32_t nfs3_apply_sattr(struct nfs_ctx *c, int fd, int is_path, struct nfs_obj *obj,
                           const struct stat *st, const struct nfs3_sattr *sa);
 /* Charges the quota difference between two file sizes; 0 or -EDQUOT. */

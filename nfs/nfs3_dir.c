@@ -1,14 +1,12 @@
 /* NFSv3 directory procedures: LOOKUP CREATE MKDIR SYMLINK MKNOD REMOVE RMDIR
- * RENAME LINK. Names are resolved with *at() calls relative to the directory fd
- * the handle resolved to; nothing ever follows a symlink. */
+ * RENAME LINK. Names are resolved with the backend's *at() calls relative to the
+ * directory object the handle resolved to; nothing ever follows a symlink. */
 #define _GNU_SOURCE
 #include "nfs/nfs3.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/sysmacros.h>
-#include <unistd.h>
 
 enum { UNCHECKED = 0, GUARDED = 1, EXCLUSIVE = 2 };
 
@@ -34,7 +32,7 @@ static uint32_t resolve_dir(struct nfs_ctx *c, const struct nfs3_fh *fh, struct 
 static void fail_wcc(struct nfs_ctx *c, uint32_t st, struct nfs3_obj *d)
 {
     struct stat post;
-    int have = d->o && fstat(d->o->fd, &post) == 0;
+    int have = d->o && nfs_vfs_fstat(c->exp->fs, d->o->fd, &post) == 0;
     nfs3_put_status(c, st);
     nfs3_put_wcc(c, d->o ? &d->st : NULL, have ? &post : NULL);
     nfs3_release(d);
@@ -50,11 +48,11 @@ static uint32_t check_new_name(struct nfs_ctx *c, const char *name)
 }
 
 /* Success reply for CREATE/MKDIR/SYMLINK/MKNOD: handle + attrs + dir wcc. */
-static void reply_created(struct nfs_ctx *c, struct nfs3_obj *d, const struct nfs_fh_key *k,
+static void reply_created(struct nfs_ctx *c, struct nfs3_obj *d, const struct nasd_fh *k,
                           const struct stat *st)
 {
     struct stat post;
-    int have = fstat(d->o->fd, &post) == 0;
+    int have = nfs_vfs_fstat(c->exp->fs, d->o->fd, &post) == 0;
     nfs3_put_status(c, NFS3_OK);
     nfs3_put_post_op_fh(c, k);
     nfs3_put_post_op(c, st);
@@ -72,20 +70,21 @@ int nfs3_lookup(struct nfs_ctx *c)
     if (!st) st = nfs3_check_name(op.name);
     if (st == NFS3ERR_ACCES && !op.name[0]) st = NFS3ERR_NOENT;
     if (st) { nfs3_put_status(c, st); nfs3_put_post_op(c, d.o ? &d.st : NULL); nfs3_release(&d); return 0; }
-    struct nfs_fh_key k;
+    struct nasd_fh k;
     struct stat ost;
     int r = 0;
     int self = !strcmp(op.name, ".") || (!strcmp(op.name, "..") && nfs3_is_root(c, &d.st));
+    struct nasd_fsroot *fs = c->exp->fs;
     nfs_creds_user(c);
     if (self) {
         ost = d.st;
-        r = nfs_fh_from_name(d.o->fd, "", AT_EMPTY_PATH, &k);
-    } else if (fstatat(d.o->fd, op.name, &ost, AT_SYMLINK_NOFOLLOW) < 0) {
-        r = -errno;
+        r = fs->vfs->handle(fs, d.o->fd, "", AT_EMPTY_PATH, &k);
+    } else if ((r = fs->vfs->fstatat(fs, d.o->fd, op.name, &ost, AT_SYMLINK_NOFOLLOW)) < 0) {
+        ;
     } else if (ost.st_dev != c->exp->dev) {
         r = -EACCES;            /* another filesystem mounted inside the export */
     } else {
-        r = nfs_fh_from_name(d.o->fd, op.name, 0, &k);
+        r = fs->vfs->handle(fs, d.o->fd, op.name, 0, &k);
     }
     if (r) { nfs3_put_status(c, nfs3_errno(r)); nfs3_put_post_op(c, &d.st); nfs3_release(&d); return 0; }
     nfs3_put_status(c, NFS3_OK);
@@ -118,20 +117,23 @@ int nfs3_create(struct nfs_ctx *c)
     if (!st) st = check_new_name(c, op.name);
     if (st) { fail_wcc(c, st, &d); return 0; }
 
+    struct nasd_fsroot *fs = c->exp->fs;
     nfs_creds_user(c);
     mode_t mode = sa.set_mode ? (sa.mode & 07777) : 0644;
     int acc = sa.set_size ? O_RDWR : O_RDONLY;
     int base = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
     int created = 1;
-    int fd = openat(d.o->fd, op.name, base | acc | O_CREAT | O_EXCL, mode);
-    if (fd < 0 && errno == EEXIST && how != GUARDED) {
+    int fd = fs->vfs->openat(fs, d.o->fd, op.name, base | acc | O_CREAT | O_EXCL, mode);
+    if (fd == -EEXIST && how != GUARDED) {
         /* existing file: no access is needed unless UNCHECKED asks to truncate */
         created = 0;
-        fd = openat(d.o->fd, op.name, (how == UNCHECKED && sa.set_size) ? base | O_WRONLY : O_PATH | base);
+        fd = fs->vfs->openat(fs, d.o->fd, op.name,
+                             (how == UNCHECKED && sa.set_size) ? base | O_WRONLY : O_PATH | base, 0);
     }
-    if (fd < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
+    if (fd < 0) { fail_wcc(c, nfs3_errno(fd), &d); return 0; }
     struct stat fst;
-    if (fstat(fd, &fst) < 0) st = nfs3_errno(errno);
+    int e;
+    if ((e = nfs_vfs_fstat(fs, fd, &fst)) < 0) st = nfs3_errno(e);
     else if (!S_ISREG(fst.st_mode)) st = created ? NFS3ERR_IO : NFS3ERR_EXIST;
     else if (how == EXCLUSIVE && !created) {
         /* retransmitted EXCLUSIVE create: same verifier stored in the times */
@@ -142,9 +144,9 @@ int nfs3_create(struct nfs_ctx *c)
         struct timespec ts[2] = {
             { .tv_sec = (uint32_t)verf[0] << 24 | verf[1] << 16 | verf[2] << 8 | verf[3] },
             { .tv_sec = (uint32_t)verf[4] << 24 | verf[5] << 16 | verf[6] << 8 | verf[7] } };
-        if (futimens(fd, ts) < 0) st = nfs3_errno(errno);
+        if ((e = fs->vfs->utimens(fs, fd, ts)) < 0) st = nfs3_errno(e);
     } else {
-        if (created && (fst.st_mode & 07777) != mode && fchmod(fd, mode) < 0) st = nfs3_errno(errno);
+        if (created && (fst.st_mode & 07777) != mode && (e = fs->vfs->chmod(fs, fd, mode)) < 0) st = nfs3_errno(e);
         struct nfs3_sattr rest = sa;
         rest.set_mode = 0;
         if (!created) {          /* UNCHECKED on an existing file: only truncation applies */
@@ -154,15 +156,15 @@ int nfs3_create(struct nfs_ctx *c)
         }
         if (!st) st = nfs3_apply_sattr(c, fd, 0, NULL, &fst, &rest);
     }
-    struct nfs_fh_key k;
-    int r = st ? 0 : nfs_fh_from_name(fd, "", AT_EMPTY_PATH, &k);
+    struct nasd_fh k;
+    int r = st ? 0 : fs->vfs->handle(fs, fd, "", AT_EMPTY_PATH, &k);
     if (!st && r) st = nfs3_errno(r);
     int changed = how == EXCLUSIVE ? created : (sa.set_uid || sa.set_gid || sa.set_size || sa.atime_how ||
                                                    sa.mtime_how || (created && (fst.st_mode & 07777) != mode));
-    if (!st && changed) fstat(fd, &fst);
-    close(fd);
+    if (!st && changed) nfs_vfs_fstat(fs, fd, &fst);
+    fs->vfs->close(fs, fd);
     if (st) {
-        if (created) unlinkat(d.o->fd, op.name, 0);
+        if (created) fs->vfs->unlinkat(fs, d.o->fd, op.name, 0);
         fail_wcc(c, st, &d);
         return 0;
     }
@@ -174,24 +176,23 @@ int nfs3_create(struct nfs_ctx *c)
  * fetch attributes and handle of the new name. Works on an O_PATH|O_NOFOLLOW fd
  * so a name swapped for a symlink meanwhile can never redirect us. */
 static uint32_t finish_new(struct nfs_ctx *c, struct nfs3_obj *d, const char *name, const struct nfs3_sattr *sa,
-                           mode_t mode, struct nfs_fh_key *k, struct stat *st)
+                           mode_t mode, struct nasd_fh *k, struct stat *st)
 {
-    int fd = openat(d->o->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return nfs3_errno(errno);
+    struct nasd_fsroot *fs = c->exp->fs;
+    int fd = fs->vfs->openat(fs, d->o->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) return nfs3_errno(fd);
     uint32_t r = NFS3_OK;
-    if (fstat(fd, st) < 0) r = nfs3_errno(errno);
+    int e;
+    if ((e = nfs_vfs_fstat(fs, fd, st)) < 0) r = nfs3_errno(e);
     struct nfs3_sattr rest = *sa;
     rest.set_mode = !S_ISLNK(st->st_mode) && (st->st_mode & 07777) != mode;
     rest.mode = mode;
     rest.set_size = 0;
     if (!r && (rest.set_mode || rest.set_uid || rest.set_gid || rest.atime_how || rest.mtime_how))
         r = nfs3_apply_sattr(c, fd, 1, NULL, st, &rest);
-    if (!r) {
-        int e = nfs_fh_from_name(fd, "", AT_EMPTY_PATH, k);
-        if (e) r = nfs3_errno(e);
-    }
-    if (!r && fstat(fd, st) < 0) r = nfs3_errno(errno);
-    close(fd);
+    if (!r && (e = fs->vfs->handle(fs, fd, "", AT_EMPTY_PATH, k)) < 0) r = nfs3_errno(e);
+    if (!r && (e = nfs_vfs_fstat(fs, fd, st)) < 0) r = nfs3_errno(e);
+    fs->vfs->close(fs, fd);
     return r;
 }
 
@@ -206,13 +207,15 @@ int nfs3_mkdir(struct nfs_ctx *c)
     uint32_t st = resolve_dir(c, &op.fh, &d);
     if (!st) st = check_new_name(c, op.name);
     if (st) { fail_wcc(c, st, &d); return 0; }
+    struct nasd_fsroot *fs = c->exp->fs;
     nfs_creds_user(c);
     mode_t mode = sa.set_mode ? (sa.mode & 07777) : 0755;
-    if (mkdirat(d.o->fd, op.name, mode) < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
-    struct nfs_fh_key k;
+    int e = fs->vfs->mkdirat(fs, d.o->fd, op.name, mode);
+    if (e < 0) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
+    struct nasd_fh k;
     struct stat nst;
     st = finish_new(c, &d, op.name, &sa, mode, &k, &nst);
-    if (st) { unlinkat(d.o->fd, op.name, AT_REMOVEDIR); fail_wcc(c, st, &d); return 0; }
+    if (st) { fs->vfs->unlinkat(fs, d.o->fd, op.name, AT_REMOVEDIR); fail_wcc(c, st, &d); return 0; }
     reply_created(c, &d, &k, &nst);
     return 0;
 }
@@ -231,13 +234,15 @@ int nfs3_symlink(struct nfs_ctx *c)
     if (!st) st = check_new_name(c, op.name);
     if (!st && !target[0]) st = NFS3ERR_INVAL;
     if (st) { fail_wcc(c, st, &d); return 0; }
+    struct nasd_fsroot *fs = c->exp->fs;
     nfs_creds_user(c);
-    if (symlinkat(target, d.o->fd, op.name) < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
-    struct nfs_fh_key k;
+    int e = fs->vfs->symlinkat(fs, target, d.o->fd, op.name);
+    if (e < 0) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
+    struct nasd_fh k;
     struct stat nst;
     sa.set_mode = 0;
     st = finish_new(c, &d, op.name, &sa, 0777, &k, &nst);
-    if (st) { unlinkat(d.o->fd, op.name, 0); fail_wcc(c, st, &d); return 0; }
+    if (st) { fs->vfs->unlinkat(fs, d.o->fd, op.name, 0); fail_wcc(c, st, &d); return 0; }
     reply_created(c, &d, &k, &nst);
     return 0;
 }
@@ -265,15 +270,14 @@ int nfs3_mknod(struct nfs_ctx *c)
     if (st) { fail_wcc(c, st, &d); return 0; }
     mode_t fmt = type == NF3CHR ? S_IFCHR : type == NF3BLK ? S_IFBLK : type == NF3SOCK ? S_IFSOCK : S_IFIFO;
     mode_t mode = sa.set_mode ? (sa.mode & 07777) : 0644;
+    struct nasd_fsroot *fs = c->exp->fs;
     nfs_creds_user(c);
-    if (mknodat(d.o->fd, op.name, fmt | mode, makedev(maj, min)) < 0) {
-        fail_wcc(c, nfs3_errno(errno), &d);
-        return 0;
-    }
-    struct nfs_fh_key k;
+    int e = fs->vfs->mknodat(fs, d.o->fd, op.name, fmt | mode, makedev(maj, min));
+    if (e < 0) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
+    struct nasd_fh k;
     struct stat nst;
     st = finish_new(c, &d, op.name, &sa, mode, &k, &nst);
-    if (st) { unlinkat(d.o->fd, op.name, 0); fail_wcc(c, st, &d); return 0; }
+    if (st) { fs->vfs->unlinkat(fs, d.o->fd, op.name, 0); fail_wcc(c, st, &d); return 0; }
     reply_created(c, &d, &k, &nst);
     return 0;
 }
@@ -289,13 +293,15 @@ static int remove_common(struct nfs_ctx *c, int rmdir)
     if (!st) st = nfs3_check_name(op.name);
     if (!st && is_dot(op.name)) st = rmdir && op.name[1] ? NFS3ERR_NOTEMPTY : NFS3ERR_INVAL;
     if (st) { fail_wcc(c, st, &d); return 0; }
+    struct nasd_fsroot *fs = c->exp->fs;
     nfs_creds_user(c);
     struct stat vst;
-    int have = fstatat(d.o->fd, op.name, &vst, AT_SYMLINK_NOFOLLOW) == 0;
-    if (!have) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
+    int e = fs->vfs->fstatat(fs, d.o->fd, op.name, &vst, AT_SYMLINK_NOFOLLOW);
+    if (e < 0) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
     if (!rmdir && S_ISDIR(vst.st_mode)) { fail_wcc(c, NFS3ERR_ISDIR, &d); return 0; }
     if (rmdir && !S_ISDIR(vst.st_mode)) { fail_wcc(c, NFS3ERR_NOTDIR, &d); return 0; }
-    if (unlinkat(d.o->fd, op.name, rmdir ? AT_REMOVEDIR : 0) < 0) { fail_wcc(c, nfs3_errno(errno), &d); return 0; }
+    e = fs->vfs->unlinkat(fs, d.o->fd, op.name, rmdir ? AT_REMOVEDIR : 0);
+    if (e < 0) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
     if (S_ISREG(vst.st_mode)) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)vst.st_size));
     if (vst.st_nlink <= 1 || rmdir) nfs_obj_evict_ino(c->exp, vst.st_ino);
     fail_wcc(c, NFS3_OK, &d);
@@ -319,21 +325,22 @@ int nfs3_rename(struct nfs_ctx *c)
     if (!st) st = nfs3_check_name(from.name);
     if (!st) st = nfs3_check_name(to.name);
     if (!st && (is_dot(from.name) || is_dot(to.name))) st = NFS3ERR_INVAL;
+    struct nasd_fsroot *fs = c->exp ? c->exp->fs : NULL;
     struct stat sst, tst;
-    int have_t = 0;
+    int have_t = 0, e;
     if (!st) {
         nfs_creds_user(c);
-        if (fstatat(fd_.o->fd, from.name, &sst, AT_SYMLINK_NOFOLLOW) < 0) st = nfs3_errno(errno);
-        else have_t = fstatat(td.o->fd, to.name, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+        if ((e = fs->vfs->fstatat(fs, fd_.o->fd, from.name, &sst, AT_SYMLINK_NOFOLLOW)) < 0) st = nfs3_errno(e);
+        else have_t = fs->vfs->fstatat(fs, td.o->fd, to.name, &tst, AT_SYMLINK_NOFOLLOW) == 0;
     }
-    if (!st && renameat(fd_.o->fd, from.name, td.o->fd, to.name) < 0) st = nfs3_errno(errno);
+    if (!st && (e = fs->vfs->renameat(fs, fd_.o->fd, from.name, td.o->fd, to.name)) < 0) st = nfs3_errno(e);
     if (!st && have_t && (tst.st_ino != sst.st_ino || tst.st_dev != sst.st_dev)) {
         if (S_ISREG(tst.st_mode)) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)tst.st_size));
         if (tst.st_nlink <= 1 || S_ISDIR(tst.st_mode)) nfs_obj_evict_ino(c->exp, tst.st_ino);
     }
     struct stat fpost, tpost;
-    int hf = fd_.o && fstat(fd_.o->fd, &fpost) == 0;
-    int ht = td.o && fstat(td.o->fd, &tpost) == 0;
+    int hf = fd_.o && nfs_vfs_fstat(fs, fd_.o->fd, &fpost) == 0;
+    int ht = td.o && nfs_vfs_fstat(fs, td.o->fd, &tpost) == 0;
     nfs3_put_status(c, st);
     nfs3_put_wcc(c, fd_.o ? &fd_.st : NULL, hf ? &fpost : NULL);
     nfs3_put_wcc(c, td.o ? &td.st : NULL, ht ? &tpost : NULL);
@@ -360,16 +367,16 @@ int nfs3_link(struct nfs_ctx *c)
         if (nasd_fsroot_charge(c->exp->fs, nasd_fsroot_usage_of((uint64_t)f.st.st_size))) st = NFS3ERR_DQUOT;
         else charged = 1;
     }
+    struct nasd_fsroot *fs = c->exp ? c->exp->fs : NULL;
     if (!st) {
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", f.o->fd);
         nfs_creds_user(c);
-        if (linkat(AT_FDCWD, proc, d.o->fd, to.name, AT_SYMLINK_FOLLOW) < 0) st = nfs3_errno(errno);
+        int e = fs->vfs->link(fs, f.o->fd, d.o->fd, to.name);
+        if (e < 0) st = nfs3_errno(e);
     }
     if (st && charged) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)f.st.st_size));
     struct stat fpost, dpost;
-    int hf = f.o && fstat(f.o->fd, &fpost) == 0;
-    int hd = d.o && fstat(d.o->fd, &dpost) == 0;
+    int hf = f.o && nfs_vfs_fstat(fs, f.o->fd, &fpost) == 0;
+    int hd = d.o && nfs_vfs_fstat(fs, d.o->fd, &dpost) == 0;
     nfs3_put_status(c, st);
     nfs3_put_post_op(c, hf ? &fpost : NULL);
     nfs3_put_wcc(c, d.o ? &d.st : NULL, hd ? &dpost : NULL);

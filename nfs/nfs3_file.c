@@ -3,10 +3,8 @@
 #define _GNU_SOURCE
 #include "nfs/nfs3.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include <unistd.h>
 
 enum { UNSTABLE = 0, DATA_SYNC = 1, FILE_SYNC = 2 };
 
@@ -50,7 +48,7 @@ int nfs3_setattr(struct nfs_ctx *c)
     else if (guard && ((uint32_t)o.st.st_ctim.tv_sec != gsec || (uint32_t)o.st.st_ctim.tv_nsec != gnsec))
         st = NFS3ERR_NOT_SYNC;
     else st = nfs3_apply_sattr(c, o.o->fd, 1, o.o, &o.st, &sa);
-    int have_post = fstat(o.o->fd, &post) == 0;
+    int have_post = nfs_vfs_fstat(c->exp->fs, o.o->fd, &post) == 0;
     nfs3_put_status(c, st);
     nfs3_put_wcc(c, &o.st, have_post ? &post : NULL);
     nfs3_release(&o);
@@ -88,9 +86,10 @@ int nfs3_readlink(struct nfs_ctx *c)
     if (resolve_fh_arg(c, &o, &st)) return -1;
     if (st) { nfs3_put_status(c, st); nfs3_put_post_op(c, NULL); return 0; }
     char buf[NFS3_PATH_MAX + 1];
-    ssize_t n = -1;
+    int n = -1;
+    struct nasd_fsroot *fs = c->exp->fs;
     if (!S_ISLNK(o.st.st_mode)) st = NFS3ERR_INVAL;
-    else if ((n = readlinkat(o.o->fd, "", buf, sizeof buf - 1)) < 0) st = nfs3_errno(errno);
+    else if ((n = fs->vfs->readlink(fs, o.o->fd, buf, sizeof buf - 1)) < 0) st = nfs3_errno(n);
     nfs3_put_status(c, st);
     nfs3_put_post_op(c, &o.st);
     if (!st) xdr_put_opaque(c->res, buf, (uint32_t)n);
@@ -129,15 +128,13 @@ int nfs3_read(struct nfs_ctx *c)
     uint8_t *data = xdr_reserve(c->res, count);
     if (!data) return 0;        /* encoder error -> SYSTEM_ERR */
     ssize_t n = 0;
-    if (off < (uint64_t)INT64_MAX) {
-        n = pread(fd, data, count, (off_t)off);
-        while (n < 0 && errno == EINTR) n = pread(fd, data, count, (off_t)off);
-    }
+    struct nasd_fsroot *fs = c->exp->fs;
+    if (off < (uint64_t)INT64_MAX) n = fs->vfs->pread(fs, fd, data, count, off);
     if (n < 0) {
         /* an I/O error after the header was laid out: rebuild the reply */
         c->res->len = 0;
         rpc_put_accepted(c->res, c->call.xid, RPC_SUCCESS);
-        nfs3_put_status(c, nfs3_errno(errno));
+        nfs3_put_status(c, nfs3_errno((int)n));
         nfs3_put_post_op(c, &o.st);
         nfs3_release(&o);
         return 0;
@@ -178,17 +175,19 @@ int nfs3_write(struct nfs_ctx *c)
     else if ((fd = nfs_obj_io_fd(c->exp, c->w, o.o, 1)) < 0) st = nfs3_errno(fd);
     if (st) { nfs3_put_status(c, st); nfs3_put_wcc(c, &o.st, &o.st); nfs3_release(&o); return 0; }
 
+    struct nasd_fsroot *fs = c->exp->fs;
     pthread_mutex_t *lk = nfs3_size_lock(c->exp, o.st.st_ino);
     pthread_mutex_lock(lk);
     struct stat pre, post;
     ssize_t n = -1;
-    if (fstat(fd, &pre) < 0) st = nfs3_errno(errno);
+    int e;
+    if ((e = nfs_vfs_fstat(fs, fd, &pre)) < 0) st = nfs3_errno(e);
     uint64_t end = off + count;
     int grows = !st && end > (uint64_t)pre.st_size;
     if (grows && nfs3_charge_resize(c->exp, (uint64_t)pre.st_size, end)) st = NFS3ERR_DQUOT;
     if (!st) {
-        n = pwrite(fd, data, count, (off_t)off);
-        if (n < 0) st = nfs3_errno(errno);
+        n = fs->vfs->pwrite(fs, fd, data, count, off);
+        if (n < 0) st = nfs3_errno((int)n);
         if (grows && (n < 0 || (uint64_t)n < count)) {
             /* refund what was not written */
             uint64_t real = n > 0 && off + (uint64_t)n > (uint64_t)pre.st_size ? off + (uint64_t)n : (uint64_t)pre.st_size;
@@ -196,9 +195,8 @@ int nfs3_write(struct nfs_ctx *c)
         }
     }
     pthread_mutex_unlock(lk);
-    if (!st && stable == FILE_SYNC && fsync(fd) < 0) st = nfs3_errno(errno);
-    if (!st && stable == DATA_SYNC && fdatasync(fd) < 0) st = nfs3_errno(errno);
-    int have_post = fstat(fd, &post) == 0;
+    if (!st && stable != UNSTABLE && (e = fs->vfs->fsync(fs, fd, stable == DATA_SYNC)) < 0) st = nfs3_errno(e);
+    int have_post = nfs_vfs_fstat(fs, fd, &post) == 0;
     nfs3_put_status(c, st);
     nfs3_put_wcc(c, &pre, have_post ? &post : NULL);
     if (!st) {
@@ -221,10 +219,11 @@ int nfs3_commit(struct nfs_ctx *c)
     struct nfs3_obj o;
     uint32_t st = nfs3_resolve(c, &fh, &o);
     if (st) { nfs3_put_status(c, st); nfs3_put_wcc(c, NULL, NULL); return 0; }
-    int fd = -1;
+    int fd = -1, e;
+    struct nasd_fsroot *fs = c->exp->fs;
     if ((st = check_regular(&o.st))) ;
     else if ((fd = nfs_obj_io_fd(c->exp, c->w, o.o, 0)) < 0) st = nfs3_errno(fd);
-    else if (fsync(fd) < 0) st = nfs3_errno(errno);
+    else if ((e = fs->vfs->fsync(fs, fd, 0)) < 0) st = nfs3_errno(e);
     nfs3_put_status(c, st);
     nfs3_put_wcc(c, &o.st, &o.st);
     if (!st) xdr_put_fixed(c->res, c->srv->write_verf, 8);
@@ -238,7 +237,8 @@ int nfs3_fsstat(struct nfs_ctx *c)
     uint32_t st;
     if (resolve_fh_arg(c, &o, &st)) return -1;
     struct statvfs vfs;
-    if (!st && fstatvfs(c->exp->fs->root_fd, &vfs) < 0) st = nfs3_errno(errno);
+    int e;
+    if (!st && (e = c->exp->fs->vfs->statvfs(c->exp->fs, &vfs)) < 0) st = nfs3_errno(e);
     nfs3_put_status(c, st);
     nfs3_put_post_op(c, st ? NULL : &o.st);
     if (!st) {

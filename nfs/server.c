@@ -441,7 +441,7 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
     pthread_cond_init(&s->qcond, NULL);
     pthread_mutex_init(&s->mnt_lock, NULL);
     if (!have_cap_dac_read_search())
-        log_err("nfs: missing CAP_DAC_READ_SEARCH: file handles cannot be resolved "
+        log_err("nfs: missing CAP_DAC_READ_SEARCH: file handles of directory datasets cannot be resolved "
                 "(open_by_handle_at); run nasd as root");
     int e = nfs_fh_secret_load(cfg->state_dir, &s->secret);
     if (e) { snprintf(err, errlen, "file handle secret in '%s': %s", cfg->state_dir, strerror(-e)); goto fail; }
