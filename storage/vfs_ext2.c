@@ -273,6 +273,32 @@ static void *committer_main(void *arg)
     return NULL;
 }
 
+/* libext2fs 1.47.0's punch refuses an extent that ends at the filesystem's last block
+ * (punch_extent_blocks checks free_start + count >= blocks_count, fixed upstream to >):
+ * a file holding that block could never be deleted or truncated. The block is listed in the
+ * bad blocks inode instead, so no file ever gets it and e2fsck still accounts for it. */
+static int guard_last_block(struct e2 *e)
+{
+    ext2_filsys fs = e->fs;
+    blk64_t last = ext2fs_blocks_count(fs->super) - 1;
+    ext2_badblocks_list bb = NULL;
+    errcode_t err = ext2fs_read_bb_inode(fs, &bb);
+    if (err) return e2_errno(err);
+    int rc = 0;
+    if (!ext2fs_badblocks_list_test(bb, (blk_t)last)) {
+        if (ext2fs_test_block_bitmap2(fs->block_map, last)) goto out;   /* metadata or data: leave it */
+        err = ext2fs_badblocks_list_add(bb, (blk_t)last);
+        if (!err) {
+            err = ext2fs_update_bb_inode(fs, bb);   /* does the allocation accounting */
+            e->dirty = true;
+        }
+        rc = e2_errno(err);
+    }
+out:
+    ext2fs_badblocks_list_free(bb);
+    return rc;
+}
+
 /* ---------- format ---------- */
 
 static void e2_free(struct e2 *e)
@@ -368,6 +394,8 @@ int nasd_ext2_format(nasd_bdev *b, const char *label)
         if (i != EXT2_ROOT_INO) e2_inode_alloc(e, i, +1, false);
     err = ext2fs_update_bb_inode(fs, NULL);
     if (err) { rc = e2_errno(err); goto out; }
+    rc = guard_last_block(e);
+    if (rc) goto out;
     rc = e2_make_root(e);
     if (rc) goto out;
 
@@ -506,6 +534,7 @@ struct nasd_fsroot *nasd_fsroot_open_ext2(nasd_bdev *b, const char *name, uint64
     e->bdev = nasd_bdev_get(b);
     e->dev = (dev_t)(fsid ^ (fsid >> 32)) & 0xffffffffu;
     rc = attach(e, fs);
+    if (!rc) rc = guard_last_block(e);   /* no-op on filesystems formatted here */
     if (rc) { nasd_bdev_put(e->bdev); goto fail; }
 
     f->root_fd = EXT2_ROOT_INO;

@@ -614,6 +614,55 @@ START_TEST(readdir_2000_resume)
 }
 END_TEST
 
+/* A tiny filesystem: running out of blocks or inodes gives -ENOSPC (partial writes report
+ * what made it), failed creations leave nothing behind, and deleting frees the space. */
+START_TEST(enospc)
+{
+    nasd_bdev *b = file_dev(devpath, TXB_JOURNAL_BYTES + (6ull << 20));
+    ck_assert_int_eq(nasd_ext2_format(b, "tiny"), 0);
+    struct nasd_fsroot *f = open_fs(b);
+    nasd_bdev_put(b);
+    int r = R(f);
+    struct statvfs s0;
+    ck_assert_int_eq(V(f)->statvfs(f, &s0), 0);
+    int fd = creat_file(f, r, "fill");
+    size_t n = 16u << 20;
+    uint8_t *buf = malloc(n);
+    memset(buf, 0x5a, n);
+    ssize_t w = V(f)->pwrite(f, fd, buf, n, 0);
+    ck_assert_int_gt(w, 1 << 20);
+    ck_assert_int_lt(w, (ssize_t)n);
+    ck_assert_int_eq(st_of(f, r, "fill").st_size, w);
+    ck_assert_int_eq(V(f)->pwrite(f, fd, buf, 8192, (uint64_t)w), -ENOSPC);
+    /* a new directory needs a block: refused, nothing left behind */
+    int mk = V(f)->mkdirat(f, r, "nodir", 0755);
+    ck_assert_int_eq(mk, -ENOSPC);
+    ck_assert_int_eq(lookup_ino(f, r, "nodir"), -ENOENT);
+    ck_assert_int_eq(V(f)->symlinkat(f, "a-target-long-enough-to-need-a-block-of-its-own-0123456789abcdef", r, "nolink"),
+                     -ENOSPC);
+    ck_assert_int_eq(lookup_ino(f, r, "nolink"), -ENOENT);
+    /* inodes run out too (empty files need no blocks) */
+    int made = 0, rc = 0;
+    for (int i = 0; i < 100000; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "e%d", i);
+        rc = creat_file(f, r, nm);
+        if (rc < 0) break;
+        made++;
+    }
+    ck_assert_int_eq(rc, -ENOSPC);
+    ck_assert_int_gt(made, 10);
+    ck_assert_int_eq(V(f)->unlinkat(f, r, "fill", 0), 0);
+    struct statvfs s1;
+    ck_assert_int_eq(V(f)->statvfs(f, &s1), 0);
+    ck_assert_uint_ge(s1.f_bfree + 4, s0.f_bfree);
+    ck_assert_int_eq(V(f)->mkdirat(f, r, "nodir", 0755), 0);
+    free(buf);
+    nasd_fsroot_put(f);
+    ck_assert_int_eq(fsck(devpath), 0);
+}
+END_TEST
+
 START_TEST(statvfs_and_stale_handles)
 {
     struct nasd_fsroot *f = fresh_fs();
@@ -1083,6 +1132,7 @@ static Suite *ext2_suite(void)
     tcase_add_test(tc, renames);
     tcase_add_test(tc, links_symlinks_nodes);
     tcase_add_test(tc, readdir_2000_resume);
+    tcase_add_test(tc, enospc);
     tcase_add_test(tc, statvfs_and_stale_handles);
     tcase_add_test(tc, attributes);
     tcase_add_test(tc, permissions);
