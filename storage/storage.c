@@ -1,7 +1,7 @@
 /* Storage manager: each pool is a vpool over its member disks; volumes live in the
  * pool; datasets are directories under <state>/pools/<name>/datasets/. */
 #define _GNU_SOURCE
-#include "storage/storage.h"
+#include "storage/storage_impl.h"
 #include "nasd/log.h"
 #include "storage/vpool.h"
 #include <dirent.h>
@@ -16,23 +16,6 @@
 #include <unistd.h>
 
 #define MIN_MEMBER (64ull << 20)
-#define VP_LIST_MAX 256 /* more than the engine's volume table holds */
-
-struct pool {
-    char name[64];
-    struct vpool *vp;          /* NULL when the pool could not be imported */
-    char import_error[256];
-    int nmembers;
-    char members[VPOOL_MAX_MEMBERS][1024];
-    struct pool *next;
-};
-
-struct storage {
-    char state_dir[PATH_MAX];
-    uint64_t cache_bytes;
-    pthread_mutex_t lock;      /* the pool list; vpool calls are thread-safe themselves */
-    struct pool *pools;
-};
 
 struct storage *storage_new(const char *state_dir, uint64_t cache_bytes)
 {
@@ -54,6 +37,7 @@ void storage_free(struct storage *st)
     while (st->pools) {
         struct pool *p = st->pools;
         st->pools = p->next;
+        datasets_close_all(p);         /* commits their filesystems */
         if (p->vp) vpool_close(p->vp); /* flushes buffered writes */
         free(p);
     }
@@ -61,7 +45,7 @@ void storage_free(struct storage *st)
     free(st);
 }
 
-static struct pool *find_pool(struct storage *st, const char *name)
+struct pool *find_pool(struct storage *st, const char *name)
 {
     pthread_mutex_lock(&st->lock);
     struct pool *p = st->pools;
@@ -70,8 +54,7 @@ static struct pool *find_pool(struct storage *st, const char *name)
     return p;
 }
 
-/* The pool's engine, or NULL with a message (unknown or not imported). */
-static struct vpool *engine(struct storage *st, const char *name, char *err, size_t errlen)
+struct vpool *engine(struct storage *st, const char *name, char *err, size_t errlen)
 {
     struct pool *p = find_pool(st, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return NULL; }
@@ -79,7 +62,7 @@ static struct vpool *engine(struct storage *st, const char *name, char *err, siz
     return p->vp;
 }
 
-static void pool_dir(struct storage *st, const char *pool, const char *sub, const char *name,
+void pool_dir(struct storage *st, const char *pool, const char *sub, const char *name,
                      char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s/pools/%s%s%s%s%s", st->state_dir, pool, sub ? "/" : "", sub ? sub : "",
@@ -183,7 +166,7 @@ int storage_pool_import(struct storage *st, const char *name, const char *const 
     return 0;
 }
 
-static int rm_tree(int dirfd, const char *name)
+int rm_tree(int dirfd, const char *name)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return unlinkat(dirfd, name, 0) == 0 || errno == ENOENT ? 0 : -errno;
@@ -201,6 +184,9 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
 {
     struct pool *p = find_pool(st, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return -ENOENT; }
+    pthread_mutex_lock(&st->lock);
+    datasets_close_all(p);
+    pthread_mutex_unlock(&st->lock);
     if (p->vp) {
         int rc = vpool_destroy(p->vp);
         if (rc) { snprintf(err, errlen, "pool %s: %s", name, strerror(-rc)); return rc; }
@@ -282,15 +268,20 @@ int storage_pool_member(struct storage *st, const char *name, const char *op, in
     return rc;
 }
 
-/* [{"name","size"}] of the volumes recorded in the pool itself. */
-static json_t *volume_list(struct vpool *vp)
+/* [{"name","size"}] of the volumes recorded in the pool itself; datasets (true) or
+ * block volumes (false). */
+json_t *volume_list(struct vpool *vp, int datasets)
 {
     char (*names)[64] = malloc(VP_LIST_MAX * sizeof *names);
     uint64_t *sizes = malloc(VP_LIST_MAX * sizeof *sizes);
     json_t *out = json_array();
     int n = names && sizes ? vpool_vol_list(vp, names, sizes, VP_LIST_MAX) : 0;
-    for (int i = 0; i < n; i++)
-        json_array_append_new(out, json_pack("{s:s, s:I}", "name", names[i], "size", (json_int_t)sizes[i]));
+    for (int i = 0; i < n; i++) {
+        if (is_dataset_volume(names[i]) != !!datasets) continue;
+        json_array_append_new(out, json_pack("{s:s, s:I, s:b}", "name", names[i] + (datasets ? 1 : 0),
+                                             "size", (json_int_t)sizes[i],
+                                             "lz4", vpool_vol_flags(vp, names[i]) == VPOOL_VOL_LZ4));
+    }
     free(names);
     free(sizes);
     return out;
@@ -300,21 +291,30 @@ json_t *storage_pool_volumes(struct storage *st, const char *name)
 {
     char err[256];
     struct vpool *vp = engine(st, name, err, sizeof err);
-    return vp ? volume_list(vp) : NULL;
+    return vp ? volume_list(vp, 0) : NULL;
 }
 
-/* Volumes are allocated thinly but reserved thickly: the sum of volume sizes may not
- * exceed the pool, so a full pool never fails a write the initiator was promised. */
+/* Volumes are allocated thinly but reserved thickly: the sum of volume sizes (plus
+ * what datasets hold) may not exceed the pool, so a full pool never fails a write
+ * the initiator was promised (datasets may still fill unwritten reserved space). */
 static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_t size, char *err, size_t errlen)
 {
     struct vpool_status s;
     vpool_get_status(vp, &s);
-    json_t *vols = volume_list(vp), *v;
+    json_t *vols = volume_list(vp, 0), *v;
     uint64_t reserved = 0;
     size_t i;
     json_array_foreach(vols, i, v) {
         if (!skip || strcmp(json_string_value(json_object_get(v, "name")), skip))
             reserved += (uint64_t)json_integer_value(json_object_get(v, "size"));
+    }
+    json_decref(vols);
+    /* datasets are thin and share the pool: what they hold now is not available */
+    vols = volume_list(vp, 1);
+    json_array_foreach(vols, i, v) {
+        char vol[80];
+        snprintf(vol, sizeof vol, ".%s", json_string_value(json_object_get(v, "name")));
+        reserved += vol_allocated(vp, vol);
     }
     json_decref(vols);
     if (reserved + size <= s.size) return 0;
@@ -375,10 +375,10 @@ nasd_bdev *storage_volume_open(struct storage *st, const char *pool, const char 
     return vpool_vol_open(vp, name, block_size, errp);
 }
 
-uint64_t storage_volume_used(struct storage *st, const char *pool, const char *name)
+uint64_t vol_allocated(struct vpool *vp, const char *vol)
 {
     int e;
-    nasd_bdev *b = storage_volume_open(st, pool, name, 4096, &e);
+    nasd_bdev *b = vpool_vol_open(vp, vol, 4096, &e);
     if (!b) return 0;
     uint64_t used = 0, off = 0;
     while (off < b->size && b->ops->mapped) {
@@ -392,40 +392,9 @@ uint64_t storage_volume_used(struct storage *st, const char *pool, const char *n
     return used;
 }
 
-void storage_dataset_path(struct storage *st, const char *pool, const char *name, char *out, size_t outlen)
+uint64_t storage_volume_used(struct storage *st, const char *pool, const char *name)
 {
-    pool_dir(st, pool, "datasets", name, out, outlen);
-}
-
-int storage_dataset_create(struct storage *st, const char *pool, const char *name, char *err, size_t errlen)
-{
-    if (!find_pool(st, pool)) { snprintf(err, errlen, "pool %s not found", pool); return -ENOENT; }
-    char path[PATH_MAX];
-    storage_dataset_path(st, pool, name, path, sizeof path);
-    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "dataset %s/%s: %s", pool, name, strerror(errno));
-        return -errno;
-    }
-    return 0;
-}
-
-int storage_dataset_destroy(struct storage *st, const char *pool, const char *name, char *err, size_t errlen)
-{
-    char d[PATH_MAX];
-    pool_dir(st, pool, "datasets", NULL, d, sizeof d);
-    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) { snprintf(err, errlen, "pool %s not found", pool); return -ENOENT; }
-    int rc = rm_tree(fd, name);
-    close(fd);
-    if (rc && rc != -ENOENT) { snprintf(err, errlen, "dataset %s/%s: %s", pool, name, strerror(-rc)); return rc; }
-    return 0;
-}
-
-struct nasd_fsroot *storage_dataset_open(struct storage *st, const char *pool, const char *name,
-                                         uint64_t fsid, uint64_t quota, int *errp)
-{
-    char path[PATH_MAX], full[160];
-    storage_dataset_path(st, pool, name, path, sizeof path);
-    snprintf(full, sizeof full, "%s/%s", pool, name);
-    return nasd_fsroot_open(path, full, fsid, quota, errp);
+    char err[256];
+    struct vpool *vp = engine(st, pool, err, sizeof err);
+    return vp ? vol_allocated(vp, name) : 0;
 }

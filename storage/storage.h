@@ -1,7 +1,7 @@
 #pragma once
 /* Storage manager: pools (the vpool engine over member disks), volumes (block devices
- * allocated from a pool) and datasets (directory trees under the state directory). The REST layer calls this; the
- * protocol services only see the bdev / fsroot objects it hands out. */
+ * allocated from a pool) and datasets (filesystems kept in thin pool volumes). The REST
+ * layer calls this; the protocol services only see the bdev / fsroot objects it hands out. */
 #include <jansson.h>
 #include <stdint.h>
 #include "storage/bdev.h"
@@ -34,7 +34,7 @@ int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t e
 /* op: "offline" | "online" | "replace" (new_path, create_size for replace). */
 int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
                         uint64_t create_size, char *err, size_t errlen);
-/* Volumes recorded in the pool itself: [{"name","size"}] (for import); NULL if unknown. */
+/* Volumes recorded in the pool itself: [{"name","size","lz4"}] (for import); NULL if unknown. */
 json_t *storage_pool_volumes(struct storage *st, const char *name);
 
 /* lz4: compress the volume's data (pool engine). */
@@ -48,9 +48,17 @@ nasd_bdev *storage_volume_open(struct storage *st, const char *pool, const char 
 /* Bytes actually allocated to the volume (thin provisioning). */
 uint64_t storage_volume_used(struct storage *st, const char *pool, const char *name);
 
-int storage_dataset_create(struct storage *st, const char *pool, const char *name, char *err, size_t errlen);
+/* lz4: the engine compresses the dataset's blocks. Names are limited to 62 characters. */
+int storage_dataset_create(struct storage *st, const char *pool, const char *name, int lz4,
+                           char *err, size_t errlen);
 int storage_dataset_destroy(struct storage *st, const char *pool, const char *name, char *err, size_t errlen);
+/* One shared object per dataset (opened on first use, kept until destroy or
+ * storage_free); each call returns a new reference and sets the quota. */
 struct nasd_fsroot *storage_dataset_open(struct storage *st, const char *pool, const char *name,
                                          uint64_t fsid, uint64_t quota, int *errp);
-/* Absolute path of a dataset directory (for display). */
+/* Bytes the pool holds for the dataset (after compression). */
+uint64_t storage_dataset_allocated(struct storage *st, const char *pool, const char *name);
+/* Datasets recorded in the pool itself: [{"name","size","lz4"}] (for import). */
+json_t *storage_pool_datasets(struct storage *st, const char *name);
+/* Where a dataset lives, for display: "pool/name", or the directory of an old one. */
 void storage_dataset_path(struct storage *st, const char *pool, const char *name, char *out, size_t outlen);

@@ -85,6 +85,8 @@ nasd_bdev *vpool_vol_open(struct vpool *p, const char *name, uint32_t block_size
 int  vpool_vol_destroy(struct vpool *p, const char *name);   /* -EBUSY while a bdev is open */
 int  vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size); /* grow only */
 /* Returns the number of volumes written (at most max). sizes may be NULL. */
+/* VPOOL_VOL_* flags the volume was created with, or -ENOENT. */
+int  vpool_vol_flags(struct vpool *p, const char *name);
 int  vpool_vol_list(struct vpool *p, char names[][64], uint64_t *sizes, int max);
 
 int  vpool_scrub_start(struct vpool *p);     /* background thread; -EBUSY if scrub/resilver runs */

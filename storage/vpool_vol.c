@@ -423,6 +423,15 @@ int vpool_vol_list(struct vpool *p, char names[][64], uint64_t *sizes, int max)
     return n;
 }
 
+int vpool_vol_flags(struct vpool *p, const char *name)
+{
+    pthread_rwlock_rdlock(&p->vol_lock);
+    struct vp_vol *v = vol_find(p, name);
+    int flags = v ? (int)v->flags : -ENOENT;
+    pthread_rwlock_unlock(&p->vol_lock);
+    return flags;
+}
+
 /* For tests and tools: where the data sector behind volume byte offset off lives. */
 int vp_debug_locate(struct vpool *p, const char *vol, uint64_t off, int *member, uint64_t *moff, uint64_t *psect)
 {

@@ -1,0 +1,45 @@
+#pragma once
+/* Internals shared by storage.c (pools, volumes) and datasets.c. */
+#include <limits.h>
+#include <pthread.h>
+#include "storage/storage.h"
+#include "storage/vpool.h"
+
+#define VP_LIST_MAX 256 /* more than the engine's volume table holds */
+
+/* A dataset opened once and shared: libext2fs must never see two opens of one volume. */
+struct open_dataset {
+    char name[64];
+    struct nasd_fsroot *fs;     /* the storage's reference */
+    struct open_dataset *next;
+};
+
+struct pool {
+    char name[64];
+    struct vpool *vp;          /* NULL when the pool could not be imported */
+    char import_error[256];
+    int nmembers;
+    char members[VPOOL_MAX_MEMBERS][1024];
+    struct open_dataset *datasets;  /* under storage.lock */
+    struct pool *next;
+};
+
+struct storage {
+    char state_dir[PATH_MAX];
+    uint64_t cache_bytes;
+    pthread_mutex_t lock;      /* the pool list; vpool calls are thread-safe themselves */
+    struct pool *pools;
+};
+
+struct pool *find_pool(struct storage *st, const char *name);
+/* The pool's engine, or NULL with a message (unknown or not imported). */
+struct vpool *engine(struct storage *st, const char *name, char *err, size_t errlen);
+void pool_dir(struct storage *st, const char *pool, const char *sub, const char *name, char *out, size_t outlen);
+int rm_tree(int dirfd, const char *name);
+json_t *volume_list(struct vpool *vp, int datasets);
+/* Bytes the pool has allocated to a volume (thin provisioning). */
+uint64_t vol_allocated(struct vpool *vp, const char *vol);
+/* Engine volumes whose names start with '.' hold datasets (API names never do). */
+static inline int is_dataset_volume(const char *vol) { return vol[0] == '.'; }
+/* Releases the pool's open datasets (storage.lock held). */
+void datasets_close_all(struct pool *p);
