@@ -1,7 +1,9 @@
-/* /api/v1/datasets — directory trees with a quota, exported over NFS. */
+/* /api/v1/datasets — filesystems in a pool with a quota and optional lz4, exported over NFS. */
+#define _GNU_SOURCE
 #include "api/api.h"
 #include "nasd/log.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +14,15 @@
 #define DATASET_SELECT "SELECT d.id, p.name AS pool, d.name, p.name || '/' || d.name AS full_name, d.quota, " \
                        "d.compression, d.comment, d.created FROM datasets d JOIN pools p ON p.id=d.pool_id "
 
+/* The dataset's shared filesystem object (new reference), or NULL. */
+static struct nasd_fsroot *open_ds(struct appliance *a, json_t *row, int *err)
+{
+    return storage_dataset_open(a->storage, json_string_value(json_object_get(row, "pool")),
+                                json_string_value(json_object_get(row, "name")),
+                                (uint64_t)json_integer_value(json_object_get(row, "id")),
+                                (uint64_t)json_integer_value(json_object_get(row, "quota")), err);
+}
+
 static json_t *decorate(struct appliance *a, json_t *row)
 {
     const char *pool = json_string_value(json_object_get(row, "pool"));
@@ -19,17 +30,24 @@ static json_t *decorate(struct appliance *a, json_t *row)
     char path[4096];
     storage_dataset_path(a->storage, pool, name, path, sizeof path);
     json_object_set_new(row, "path", json_string(path));
+    int err = 0;
+    struct nasd_fsroot *f = open_ds(a, row, &err);
     struct stat st;
-    if (stat(path, &st) == 0) {
+    if (f && f->vfs->fstatat(f, f->root_fd, "", &st, AT_EMPTY_PATH) == 0) {
         char mode[8];
         snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
         json_object_set_new(row, "mode", json_string(mode));
         json_object_set_new(row, "uid", json_integer(st.st_uid));
         json_object_set_new(row, "gid", json_integer(st.st_gid));
     }
-    int err = 0;
-    struct nasd_fsroot *f = storage_dataset_open(a->storage, pool, name, 0, 0, &err);
+    struct statvfs vfs;
+    if (f && f->vfs->statvfs(f, &vfs) == 0)
+        json_object_set_new(row, "files", json_integer((json_int_t)(vfs.f_files - vfs.f_ffree)));
     json_object_set_new(row, "used", json_integer(f ? atomic_load(&f->used) : 0));
+    /* pool space mapped for it, filesystem metadata and journal included; lz4 saves
+     * below this, as holes in the member disks */
+    json_object_set_new(row, "allocated", json_integer((json_int_t)storage_dataset_allocated(a->storage, pool, name)));
+    if (!f) json_object_set_new(row, "error", json_string(strerror(-err)));
     nasd_fsroot_put(f);
     json_object_set_new(row, "exports", json_integer(db_int(&a->db, 0, "SELECT count(*) FROM nfs_exports WHERE dataset_id=?",
                                                              "i", (int64_t)json_integer_value(json_object_get(row, "id")))));
@@ -53,17 +71,12 @@ static void get(struct api_call *c, struct api_reply *r)
     if (id >= 0) api_ok(r, 200, get_by_id(c->app, id));
 }
 
-/* Datasets are directory trees on the host filesystem until they move onto the pool
- * engine; lz4 there would be a promise nothing keeps, so only "off" is accepted. */
+/* "off" or "lz4" (the engine compresses the dataset's volume); fixed at creation. */
 static int get_compression(struct api_call *c, struct api_reply *r, const char **out)
 {
     if (api_get_str(c, r, "compression", 0, out)) return -1;
-    if (*out && !strcmp(*out, "lz4")) {
-        api_error(r, 400, "unsupported", "lz4 compression is available for volumes; datasets do not compress yet");
-        return -1;
-    }
-    if (*out && strcmp(*out, "off")) {
-        api_error(r, 400, "invalid_field", "compression must be \"off\" (volumes also take \"lz4\")");
+    if (*out && strcmp(*out, "off") && strcmp(*out, "lz4")) {
+        api_error(r, 400, "invalid_field", "compression must be \"off\" or \"lz4\"");
         return -1;
     }
     return 0;
@@ -104,14 +117,19 @@ static int get_ownership(struct api_call *c, struct api_reply *r, int64_t *mode,
 
 static int apply_ownership(struct appliance *a, int64_t id, int64_t mode, int64_t uid, int64_t gid, struct api_reply *r)
 {
+    if (mode < 0 && uid < 0 && gid < 0) return 0;
     json_t *row = db_row(&a->db, DATASET_SELECT "WHERE d.id=?", "i", id);
-    char path[4096];
-    storage_dataset_path(a->storage, json_string_value(json_object_get(row, "pool")),
-                         json_string_value(json_object_get(row, "name")), path, sizeof path);
+    int rc = 0;
+    struct nasd_fsroot *f = open_ds(a, row, &rc);
     json_decref(row);
-    if ((mode >= 0 && chmod(path, (mode_t)mode) < 0) ||
-        ((uid >= 0 || gid >= 0) && chown(path, uid >= 0 ? (uid_t)uid : (uid_t)-1, gid >= 0 ? (gid_t)gid : (gid_t)-1) < 0)) {
-        api_error(r, 500, "internal", "cannot set owner/mode of %s: %s", path, strerror(errno));
+    nasd_vfs_set_cred(NULL);     /* as root, like chmod/chown on the appliance console */
+    if (f && mode >= 0) rc = f->vfs->chmod(f, f->root_fd, (mode_t)mode);
+    if (f && !rc && (uid >= 0 || gid >= 0))
+        rc = f->vfs->chown(f, f->root_fd, uid >= 0 ? (uid_t)uid : (uid_t)-1, gid >= 0 ? (gid_t)gid : (gid_t)-1);
+    if (f && !rc) rc = f->vfs->fsync(f, f->root_fd, 0);
+    nasd_fsroot_put(f);
+    if (rc) {
+        api_error(r, 500, "internal", "cannot set owner/mode of the dataset: %s", strerror(-rc));
         return -1;
     }
     return 0;
@@ -134,7 +152,7 @@ static void create(struct api_call *c, struct api_reply *r)
         return;
     }
     char err[512];
-    int rc = storage_dataset_create(a->storage, pool, name, err, sizeof err);
+    int rc = storage_dataset_create(a->storage, pool, name, !strcmp(comp, "lz4"), err, sizeof err);
     if (rc) { api_errno(r, rc, err); return; }
     int64_t id;
     if (db_exec(&a->db, &id, "INSERT INTO datasets(pool_id, name, quota, compression, comment, created) "
@@ -157,6 +175,15 @@ static void patch(struct api_call *c, struct api_reply *r)
         api_get_str(c, r, "comment", 0, &comment) || get_ownership(c, r, &mode, &uid, &gid))
         return;
     struct appliance *a = c->app;
+    if (comp) {
+        json_t *row = db_row(&a->db, "SELECT compression FROM datasets WHERE id=?", "i", id);
+        int same = row && !strcmp(json_string_value(json_object_get(row, "compression")), comp);
+        json_decref(row);
+        if (!same) {
+            api_error(r, 409, "immutable", "compression is chosen when the dataset is created");
+            return;
+        }
+    }
     if (apply_ownership(a, id, mode, uid, gid, r)) return;
     if (quota >= 0) db_exec(&a->db, NULL, "UPDATE datasets SET quota=? WHERE id=?", "ii", quota, id);
     if (comp) db_exec(&a->db, NULL, "UPDATE datasets SET compression=? WHERE id=?", "si", comp, id);

@@ -89,11 +89,12 @@ static int parse_members(json_t *arr, struct storage_member *m, int max, struct 
 }
 
 /* Record a pool the storage manager now holds: its row, its members in label order,
- * and the volumes its engine already has (an imported pool brings them). One
+ * and the volumes and datasets its engine already has (an imported pool brings them). One
  * transaction; 0 or the SQLite error. */
 static int record_pool(struct appliance *a, const char *name, const char *layout, const char *comment, int64_t *id)
 {
     json_t *st = storage_pool_status(a->storage, name), *vols = storage_pool_volumes(a->storage, name), *v;
+    json_t *dss = storage_pool_datasets(a->storage, name);
     size_t i;
     db_begin(&a->db);
     int rc = db_exec(&a->db, id, "INSERT INTO pools(name, layout, comment, created) VALUES(?,?,?,?)", "sssi", name,
@@ -104,12 +105,19 @@ static int record_pool(struct appliance *a, const char *name, const char *layout
                               (int64_t)json_integer_value(json_object_get(v, "size")));
     }
     json_array_foreach(vols, i, v) {
-        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(?,?,?,?)", "isii",
-                              *id, json_string_value(json_object_get(v, "name")),
-                              (int64_t)json_integer_value(json_object_get(v, "size")), (int64_t)time(NULL));
+        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO volumes(pool_id, name, size, compression, created) "
+                              "VALUES(?,?,?,?,?)", "isisi", *id, json_string_value(json_object_get(v, "name")),
+                              (int64_t)json_integer_value(json_object_get(v, "size")),
+                              json_is_true(json_object_get(v, "lz4")) ? "lz4" : "off", (int64_t)time(NULL));
+    }
+    json_array_foreach(dss, i, v) {
+        if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO datasets(pool_id, name, quota, compression, comment, created) "
+                              "VALUES(?,?,0,?,'',?)", "issi", *id, json_string_value(json_object_get(v, "name")),
+                              json_is_true(json_object_get(v, "lz4")) ? "lz4" : "off", (int64_t)time(NULL));
     }
     json_decref(st);
     json_decref(vols);
+    json_decref(dss);
     if (rc) db_rollback(&a->db);
     else db_commit(&a->db);
     return rc;
