@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include "selftest/latency.h"
 #include "selftest/selftest.h"
+#include "storage/fsroot.h"
 
 /* Where and how to reach the export; filled at submit from the DB. */
 struct st_target {
@@ -16,7 +17,8 @@ struct st_target {
     char chap_user[64], chap_secret[64], mutual_user[64], mutual_secret[64];
     int lun;
     /* NFS */
-    char server[64], export_path[1024], local_root[4096];
+    char server[64], export_path[1024];
+    struct nasd_fsroot *fs;  /* the dataset, for the temp directory (ref held) */
     int nfs_port, mount_port;
     uint32_t uid, gid;      /* effective ids on the server after squashing */
 };

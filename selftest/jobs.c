@@ -64,6 +64,7 @@ struct selftest_mgr *selftest_start(struct appliance *a, char *err, size_t errle
 
 static void free_job(struct st_job *j)
 {
+    nasd_fsroot_put(j->run.tgt.fs);
     json_decref(j->timeline);
     pthread_mutex_destroy(&j->lock);
     free(j);
@@ -210,7 +211,7 @@ static int target_iscsi(struct selftest_mgr *m, const struct selftest_req *q, st
 static int target_nfs(struct selftest_mgr *m, const struct selftest_req *q, struct st_target *t, char *name,
                       char *err, size_t errlen)
 {
-    json_t *row = db_row(&m->db, "SELECT e.*, d.name AS ds, p.name AS pool FROM nfs_exports e "
+    json_t *row = db_row(&m->db, "SELECT e.*, d.name AS ds, d.quota, p.name AS pool FROM nfs_exports e "
                          "JOIN datasets d ON d.id=e.dataset_id JOIN pools p ON p.id=d.pool_id WHERE e.id=?",
                          "i", q->export_id);
     if (!row) { snprintf(err, errlen, "NFS export %lld not found", (long long)q->export_id); return -ENOENT; }
@@ -221,8 +222,12 @@ static int target_nfs(struct selftest_mgr *m, const struct selftest_req *q, stru
                  json_integer_value(json_object_get(row, "all_squash"));
     t->uid = squash ? (uint32_t)json_integer_value(json_object_get(row, "anonuid")) : 0;
     t->gid = squash ? (uint32_t)json_integer_value(json_object_get(row, "anongid")) : 0;
-    storage_dataset_path(m->a->storage, jstr(row, "pool"), jstr(row, "ds"), t->local_root, sizeof t->local_root);
+    int ferr = 0;
+    t->fs = storage_dataset_open(m->a->storage, jstr(row, "pool"), jstr(row, "ds"),
+                                 (uint64_t)json_integer_value(json_object_get(row, "dataset_id")),
+                                 (uint64_t)json_integer_value(json_object_get(row, "quota")), &ferr);
     json_decref(row);
+    if (!t->fs) { snprintf(err, errlen, "cannot open the dataset of %s: %s", name, strerror(-ferr)); return ferr; }
     if (ro) { snprintf(err, errlen, "NFS export %s is read-only; self-tests need a temp file", name); return -EROFS; }
     if (!m->a->nfs) { snprintf(err, errlen, "the NFS service is not running"); return -ENOTCONN; }
     const char *bind = m->a->cfg.nfs_bind;
@@ -250,7 +255,7 @@ int selftest_submit(struct selftest_mgr *m, const struct selftest_req *q, int64_
         snprintf(err, errlen, "export %s is not being served (disabled, or it failed to start)", name);
         rc = -ENOTCONN;
     }
-    if (rc) { free(j); return rc; }
+    if (rc) { nasd_fsroot_put(j->run.tgt.fs); free(j); return rc; }
     j->req = *q;
     j->m = m;
     j->run.tgt.type = q->type;

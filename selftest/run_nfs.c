@@ -189,32 +189,54 @@ static int run_metadata(struct st_run *r, struct nfs_ctx *c, const char *dir)
     return 0;
 }
 
-/* --- temp directory, created and removed on the server's file system --- */
+/* --- temp directory, created and removed in the dataset through its file backend --- */
 
-static int local_tmpdir(struct st_run *r, const char *name, int *root_fd)
+static int local_tmpdir(struct st_run *r, const char *name)
 {
-    *root_fd = open(r->tgt.local_root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (*root_fd < 0 || mkdirat(*root_fd, name, 0700) < 0 ||
-        fchownat(*root_fd, name, r->tgt.uid, r->tgt.gid, AT_SYMLINK_NOFOLLOW) < 0) {
-        snprintf(r->error, sizeof r->error, "creating %s/%s: %s", r->tgt.local_root, name, strerror(errno));
-        return -1;
+    struct nasd_fsroot *fs = r->tgt.fs;
+    nasd_vfs_set_cred(NULL);
+    int rc = fs->vfs->mkdirat(fs, fs->root_fd, name, 0700);
+    int fd = rc < 0 ? rc : fs->vfs->openat(fs, fs->root_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+    if (fd >= 0) {
+        rc = fs->vfs->chown(fs, fd, r->tgt.uid, r->tgt.gid);
+        fs->vfs->close(fs, fd);
+    } else {
+        rc = fd;
     }
+    if (rc < 0) snprintf(r->error, sizeof r->error, "creating %s in %s: %s", name, fs->name, strerror(-rc));
+    return rc < 0 ? -1 : 0;
+}
+
+struct name_list { char (*names)[256]; size_t n, cap; };
+
+static int collect_name(void *arg, const char *name, uint64_t ino, unsigned char d_type, uint64_t next)
+{
+    struct name_list *l = arg;
+    if (!strcmp(name, ".") || !strcmp(name, "..")) return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        void *nn = realloc(l->names, cap * sizeof *l->names);
+        if (!nn) return 1;
+        l->names = nn;
+        l->cap = cap;
+    }
+    snprintf(l->names[l->n++], sizeof l->names[0], "%s", name);
     return 0;
 }
 
-static void local_cleanup(int root_fd, const char *name)
+static void local_cleanup(struct nasd_fsroot *fs, const char *name)
 {
-    int dfd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    nasd_vfs_set_cred(NULL);
+    int dfd = fs->vfs->openat(fs, fs->root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
     if (dfd >= 0) {
-        DIR *d = fdopendir(dfd);
-        struct dirent *e;
-        while (d && (e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(dfd, e->d_name, 0);
-        if (d) closedir(d);
-        else close(dfd);
+        struct name_list l = { 0 };
+        fs->vfs->readdir(fs, dfd, 0, collect_name, &l);
+        for (size_t i = 0; i < l.n; i++) fs->vfs->unlinkat(fs, dfd, l.names[i], 0);
+        free(l.names);
+        fs->vfs->close(fs, dfd);
     }
-    if (unlinkat(root_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        log_warn("self-test: cannot remove %s: %s", name, strerror(errno));
+    int rc = fs->vfs->unlinkat(fs, fs->root_fd, name, AT_REMOVEDIR);
+    if (rc < 0 && rc != -ENOENT) log_warn("self-test: cannot remove %s: %s", name, strerror(-rc));
 }
 
 static int mount_export(struct st_run *r, struct nfs_ctx *c)
@@ -240,9 +262,10 @@ int st_run_nfs(struct st_run *r)
     snprintf(name, sizeof name, ".nasd-selftest-%lld", (long long)r->job_id);
     snprintf(dir, sizeof dir, "/%s", name);
     snprintf(file, sizeof file, "%s/data", dir);
-    int root_fd = -1, rc = -1;
+    int made = 0, rc = -1;
     struct nfs_ctx c = { 0 };
-    if (local_tmpdir(r, name, &root_fd)) goto out;
+    if (local_tmpdir(r, name)) goto out;
+    made = 1;
     c.nfs = nfs_init_context();
     if (!c.nfs) { snprintf(r->error, sizeof r->error, "cannot create an NFS context"); goto out; }
     /* AUTH_SYS as root: the export's squashing maps us to the temp directory's owner */
@@ -273,9 +296,6 @@ int st_run_nfs(struct st_run *r)
     nfs_umount(c.nfs);
 out:
     if (c.nfs) nfs_destroy_context(c.nfs);
-    if (root_fd >= 0) {
-        local_cleanup(root_fd, name);
-        close(root_fd);
-    }
+    if (made) local_cleanup(r->tgt.fs, name);
     return rc;
 }
