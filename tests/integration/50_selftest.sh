@@ -11,7 +11,6 @@ start_nasd "$T"
 expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"stripe\",\"members\":[{\"path\":\"$T/d0.img\",\"size\":\"512M\",\"create\":true}]}"
 expect 201 POST volumes '{"pool":"tank","name":"vol1","size":"128M"}'
 expect 201 POST datasets '{"pool":"tank","name":"share"}'
-DSPATH=$(api GET datasets/tank/share | jq -r .path)
 expect 201 POST exports/iscsi '{"name":"t1","volume":"tank/vol1"}'
 expect 201 POST exports/nfs '{"dataset":"tank/share","name":"share","clients":["127.0.0.0/8"]}'
 
@@ -75,7 +74,9 @@ run_job nfs/sq metadata
 expect 201 POST datasets '{"pool":"tank","name":"ro"}'
 expect 201 POST exports/nfs '{"dataset":"tank/ro","name":"ro","read_only":true}'
 expect 409 POST exports/nfs/ro/selftest '{"pattern":"4k-randread"}'
-ls -A "$DSPATH" | grep -q nasd-selftest && fail "NFS temp dir left in $DSPATH: $(ls -A "$DSPATH")"
+SHARE="nfs://127.0.0.1$(api GET exports/nfs/share | jq -r .path)?nfsport=$NFS_PORT&mountport=$MOUNT_PORT"
+LEFT=$(nfs-ls "$SHARE") || fail "nfs-ls $SHARE"
+printf '%s' "$LEFT" | grep -q nasd-selftest && fail "NFS temp dir left in the dataset: $LEFT"
 
 # one running job per export
 expect 202 POST exports/nfs/share/selftest '{"pattern":"4k-randread","seconds":2,"queue_depth":4}'

@@ -632,7 +632,7 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: nfs_client_test URL basic|ro|quota BYTES|owner UID|mount-fail|"
-                        "save-handle FILE|check-handle FILE|portmap PMPORT NFSPORT MOUNTPORT|live SERVERPID\n");
+                        "save-handle FILE|check-handle FILE|rm PATH|portmap PMPORT NFSPORT MOUNTPORT|live SERVERPID\n");
         return 2;
     }
     const char *mode = argv[2], *arg = argc > 3 ? argv[3] : NULL;
@@ -662,6 +662,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "live") && arg) test_live((pid_t)atoi(arg));
     else if (!strcmp(mode, "save-handle") && arg) save_handle(arg);
     else if (!strcmp(mode, "check-handle") && arg) check_handle(arg);
+    else if (!strcmp(mode, "rm") && arg) CHECK(nfs_unlink(nfs, arg) == 0, "unlink %s: %s", arg, nfs_get_error(nfs));
     else { fprintf(stderr, "unknown mode %s\n", mode); return 2; }
     nfs_destroy_url(url);
     nfs_destroy_context(nfs);

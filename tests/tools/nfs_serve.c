@@ -3,11 +3,15 @@
  *             [--ro] [--clients CIDR,...] [--quota BYTES] [--state DIR]
  *             [--root-squash] [--all-squash] [--anonuid U] [--anongid G]
  *             [--workers N] [--bind ADDR] [--log LEVEL]
+ *   nfs_serve --engine DIR [--engine-size BYTES] [--lz4] [--root-mode OCTAL] ... (same options)
+ *     serves a dataset on the pool engine instead of a host directory: a stripe pool
+ *     on DIR/member.img holding an ext2 dataset volume (created on first use).
  * Prints "ready <nfsport> <mountport>" once serving; runs until SIGTERM/SIGINT.
  * Live reconfiguration for tests: SIGUSR1 cycles the export through read-only ->
  * only 10.0.0.0/8 allowed -> as configured; SIGUSR2 removes the export. */
 #include "nasd/log.h"
 #include "nfs/nfs.h"
+#include "storage/vpool.h"
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -24,30 +28,64 @@ static void on_signal(int sig)
     else stop = 1;
 }
 
+/* A stripe pool on DIR/member.img with one dataset volume; created when missing. */
+static struct nasd_fsroot *open_engine(const char *dir, uint64_t size, int lz4, uint64_t quota,
+                                       struct vpool **vpp, int *err)
+{
+    char member[4096], msg[256];
+    snprintf(member, sizeof member, "%s/member.img", dir);
+    int fresh = access(member, F_OK) != 0;
+    const char *paths[1] = { member };
+    struct vpool_member_spec spec = { .path = member, .create_size = size };
+    struct vpool *vp = NULL;
+    int rc = fresh ? vpool_create("serve", VPOOL_STRIPE, &spec, 1, NULL, &vp, msg, sizeof msg)
+                   : vpool_import(paths, 1, NULL, &vp, msg, sizeof msg);
+    if (rc) { fprintf(stderr, "nfs_serve: engine pool: %s\n", msg); *err = rc; return NULL; }
+    if (fresh) {
+        struct vpool_status st;
+        vpool_get_status(vp, &st);
+        rc = vpool_vol_create(vp, "ds", st.size & ~((1ull << 20) - 1), lz4 ? VPOOL_VOL_LZ4 : 0);
+    }
+    nasd_bdev *b = rc ? NULL : vpool_vol_open(vp, "ds", 4096, &rc);
+    if (b && fresh) rc = nasd_ext2_format(b, "ds");
+    struct nasd_fsroot *fs = b && !rc ? nasd_fsroot_open_ext2(b, "test/engine", 42, quota, &rc) : NULL;
+    nasd_bdev_put(b);
+    if (!fs) { vpool_close(vp); *err = rc; return NULL; }
+    *vpp = vp;
+    return fs;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: nfs_serve --dir DIR --path /export --nfsport P --mountport M [--portmap PP]\n"
                     "       [--ro] [--clients CIDR,...] [--quota BYTES] [--state DIR] [--root-squash]\n"
-                    "       [--all-squash] [--anonuid U] [--anongid G] [--workers N] [--bind ADDR] [--log LEVEL]\n");
+                    "       [--all-squash] [--anonuid U] [--anongid G] [--workers N] [--bind ADDR] [--log LEVEL]\n"
+                    "   or: nfs_serve --engine DIR [--engine-size BYTES] [--lz4] [--root-mode OCTAL] ...\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *path = "/export", *clients = NULL, *state = "", *bind = "127.0.0.1";
+    const char *dir = NULL, *engine = NULL, *path = "/export", *clients = NULL, *state = "", *bind = "127.0.0.1";
     int nfsport = 0, mountport = 0, pmport = -1, ro = 0, rsq = 0, asq = 0, workers = 0;
-    unsigned long long quota = 0;
+    unsigned long long quota = 0, engine_size = 1ull << 30;
+    int lz4 = 0, root_mode = -1;
     unsigned anonuid = 65534, anongid = 65534;
     static const struct option opts[] = {
         { "dir", 1, 0, 'd' }, { "path", 1, 0, 'p' }, { "nfsport", 1, 0, 'n' }, { "mountport", 1, 0, 'm' },
         { "portmap", 1, 0, 'P' }, { "ro", 0, 0, 'r' }, { "clients", 1, 0, 'c' }, { "quota", 1, 0, 'q' },
         { "state", 1, 0, 's' }, { "root-squash", 0, 0, 'R' }, { "all-squash", 0, 0, 'A' },
         { "anonuid", 1, 0, 'u' }, { "anongid", 1, 0, 'g' }, { "workers", 1, 0, 'w' }, { "bind", 1, 0, 'b' },
-        { "log", 1, 0, 'l' }, { 0, 0, 0, 0 } };
+        { "log", 1, 0, 'l' }, { "engine", 1, 0, 'E' }, { "engine-size", 1, 0, 'S' }, { "lz4", 0, 0, 'Z' },
+        { "root-mode", 1, 0, 'M' }, { 0, 0, 0, 0 } };
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
         case 'd': dir = optarg; break;
+        case 'E': engine = optarg; break;
+        case 'S': engine_size = strtoull(optarg, NULL, 0); break;
+        case 'Z': lz4 = 1; break;
+        case 'M': root_mode = (int)strtol(optarg, NULL, 8); break;
         case 'p': path = optarg; break;
         case 'n': nfsport = atoi(optarg); break;
         case 'm': mountport = atoi(optarg); break;
@@ -71,10 +109,16 @@ int main(int argc, char **argv)
         default: usage();
         }
     }
-    if (!dir) usage();
+    if (!dir == !engine) usage();
     int err = 0;
-    struct nasd_fsroot *fs = nasd_fsroot_open(dir, "test/export", 42, quota, &err);
-    if (!fs) { fprintf(stderr, "nfs_serve: %s: %s\n", dir, strerror(-err)); return 1; }
+    struct vpool *vp = NULL;
+    struct nasd_fsroot *fs = engine ? open_engine(engine, engine_size, lz4, quota, &vp, &err)
+                                    : nasd_fsroot_open(dir, "test/export", 42, quota, &err);
+    if (!fs) { fprintf(stderr, "nfs_serve: %s: %s\n", engine ? engine : dir, strerror(-err)); return 1; }
+    if (root_mode >= 0 && (err = fs->vfs->chmod(fs, fs->root_fd, (mode_t)root_mode)) < 0) {
+        fprintf(stderr, "nfs_serve: chmod of the root: %s\n", strerror(-err));
+        return 1;
+    }
 
     struct nfs_server_cfg scfg;
     memset(&scfg, 0, sizeof scfg);
@@ -151,5 +195,6 @@ int main(int argc, char **argv)
     nfs_server_stop(srv);
     nasd_stats_put(ecfg.stats);
     nasd_fsroot_put(fs);
+    if (vp) vpool_close(vp);
     return 0;
 }

@@ -123,8 +123,13 @@ START_TEST(datasets_and_volumes)
     ck_assert_int_eq(call(NULL, "POST", "datasets", "{\"pool\":\"nope\",\"name\":\"s\"}"), 404);
     ck_assert_int_eq(call(NULL, "POST", "datasets", "{\"pool\":\"tank\",\"name\":\"s\",\"compression\":\"gzip\"}"), 400);
     ck_assert_int_eq(call(NULL, "POST", "datasets", "{\"pool\":\"tank\",\"name\":\"s\",\"quota\":\"lots\"}"), 400);
-    ck_assert_int_eq(call(&j, "PATCH", "datasets/tank/share", "{\"compression\":\"lz4\"}"), 400); /* not for datasets yet */
+    ck_assert_int_eq(call(NULL, "PATCH", "datasets/tank/share", "{\"compression\":\"lz4\"}"), 409); /* fixed at creation */
+    ck_assert_int_eq(call(NULL, "PATCH", "datasets/tank/share", "{\"compression\":\"zstd\"}"), 400);
+    ck_assert_int_eq(call(&j, "POST", "datasets", "{\"pool\":\"tank\",\"name\":\"z\",\"compression\":\"lz4\"}"), 201);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "compression")), "lz4");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "mode")), "0755");
     json_decref(j);
+    ck_assert_int_eq(call(NULL, "DELETE", "datasets/tank/z", NULL), 204);
     ck_assert_int_eq(call(&j, "PATCH", "datasets/tank/share", "{\"quota\":\"none\",\"compression\":\"off\"}"), 200);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "quota")), 0);
     ck_assert_str_eq(json_string_value(json_object_get(j, "compression")), "off");
