@@ -1,5 +1,5 @@
 // Datasets: directory trees in a pool with a quota and a root directory owner/mode;
-// create, edit (quota, compression, owner, mode, comment), delete.
+// create (with lz4 compression or not), edit (quota, owner, mode, comment), delete.
 import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
@@ -31,13 +31,11 @@ function ownerFields(prefix, d) {
 
 function editForm(d, close, refresh) {
   const quota = input({ id: 'ds-edit-quota', name: 'quota', value: quotaText(d.quota), placeholder: 'none' });
-  const comp = select({ id: 'ds-edit-compression', name: 'compression' },
-    ['off'].map((c) => ({ value: c, label: c, selected: c === d.compression })));
   const comment = input({ id: 'ds-edit-comment', name: 'comment', value: d.comment || '' });
   const o = ownerFields('ds-edit', d);
   const err = errorBox('dataset-edit-form-error');
   const form = h('form', { class: 'grid', id: 'dataset-edit-form', 'aria-label': `Edit dataset ${d.full_name}`, novalidate: true },
-    field('Quota', quota, 'e.g. 10G; empty or 0 = no quota'), field('Compression', comp, 'applies to new writes'),
+    field('Quota', quota, 'e.g. 10G; empty or 0 = no quota'),
     field('Mode', o.mode, 'octal permissions of the root directory'), field('Owner UID', o.uid), field('Group GID', o.gid),
     h('div', { class: 'span2' }, field('Comment', comment)),
     h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'dataset-save' }, 'Save changes'),
@@ -48,7 +46,6 @@ function editForm(d, close, refresh) {
     run: () => {
       const body = {};
       if (quota.value.trim() !== quotaText(d.quota)) body.quota = quotaValue(quota.value.trim()); // untouched text = unchanged
-      if (comp.value !== d.compression) body.compression = comp.value;
       if (comment.value !== (d.comment || '')) body.comment = comment.value;
       if (o.mode.value.trim() && parseInt(o.mode.value.trim(), 8) !== parseInt(d.mode || '-1', 8)) body.mode = o.mode.value.trim().padStart(4, '0');
       if (o.uid.value.trim() !== '' && Number(o.uid.value) !== d.uid) body.uid = Number(o.uid.value);
@@ -75,6 +72,7 @@ export async function mount(root) {
         { label: 'Dataset', cell: (d) => h('div', {}, h('strong', {}, d.full_name), h('span', { class: 'sub mono' }, d.path)) },
         { label: 'Quota', class: 'num', cell: (d) => (d.quota ? fmt.bytes(d.quota) : 'none') },
         { label: 'Used', class: 'num', cell: (d) => fmt.bytes(d.used) },
+        { label: 'In pool', class: 'num', cell: (d) => h('span', { title: 'pool space mapped for the dataset, filesystem metadata included (lz4 saves below this, on the member disks)' }, fmt.bytes(d.allocated || 0)) },
         { label: 'Compression', cell: (d) => d.compression },
         { label: 'Owner', cell: (d) => h('span', { class: 'mono', 'data-testid': 'owner' },
           d.mode ? `${d.uid}:${d.gid} ${d.mode}` : '—') },
@@ -90,15 +88,15 @@ export async function mount(root) {
   }
 
   const pool = select({ id: 'ds-pool', name: 'pool' }, poolOptions(pools));
-  const name = input({ id: 'ds-name', name: 'name', placeholder: 'share', maxlength: 63 });
+  const name = input({ id: 'ds-name', name: 'name', placeholder: 'share', maxlength: 62 });
   const quota = input({ id: 'ds-quota', name: 'quota', placeholder: 'none' });
-  const comp = select({ id: 'ds-compression', name: 'compression' }, ['off']); // lz4: volumes only for now
+  const comp = select({ id: 'ds-compression', name: 'compression' }, ['off', 'lz4']);
   const comment = input({ id: 'ds-comment', name: 'comment', placeholder: 'optional' });
   const o = ownerFields('ds');
   const err = errorBox('dataset-form-error');
   const form = h('form', { class: 'grid', id: 'dataset-form', 'aria-label': 'Create dataset', novalidate: true },
     field('Pool', pool), field('Name', name, 'letters, digits, _ . : -'), field('Quota', quota, 'e.g. 10G; empty = no quota'),
-    field('Compression', comp), field('Comment', comment),
+    field('Compression', comp, 'lz4 is chosen at creation'), field('Comment', comment),
     field('Mode', o.mode, 'optional, octal, e.g. 0775'), field('Owner UID', o.uid, 'optional'), field('Group GID', o.gid, 'optional'),
     h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'dataset-create' }, 'Create dataset')),
     h('div', { class: 'full' }, err));
