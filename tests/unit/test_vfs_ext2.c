@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -983,6 +984,60 @@ START_TEST(concurrent_workers)
 }
 END_TEST
 
+/* kill -9 at random moments of a busy workload (background commits, fsyncs, renames,
+ * deletes, big and small writes): every reopen replays to a state e2fsck finds clean, and
+ * the files fsynced before the kill are intact. */
+static void churn(struct nasd_fsroot *f, int round)
+{
+    int r = R(f);
+    uint8_t *buf = malloc(300000);
+    char nm[64], nm2[64];
+    for (int i = 0;; i++) {
+        snprintf(nm, sizeof nm, "r%d-%d", round, i % 97);
+        int fd = V(f)->openat(f, r, nm, O_CREAT | O_RDWR | O_TRUNC, 0644);
+        if (fd < 0) continue;
+        size_t n = (size_t)(i * 7919) % 300000;
+        fill(buf, n > 64 ? 64 : n, (uint64_t)i);
+        V(f)->pwrite(f, fd, buf, n, (uint64_t)(i % 5) * 4096);
+        if (i % 7 == 0) {
+            snprintf(nm2, sizeof nm2, "d%d-%d", round, i % 13);
+            V(f)->mkdirat(f, r, nm2, 0755);
+            V(f)->renameat(f, r, nm, lookup_ino(f, r, nm2), "moved");
+        }
+        if (i % 11 == 0) V(f)->unlinkat(f, r, nm, 0);
+        if (i % 13 == 0) V(f)->truncate(f, fd, (uint64_t)(i % 3) * 5000);
+        if (i % 17 == 0) V(f)->symlinkat(f, nm, r, "link");
+        if (i % 19 == 0) V(f)->unlinkat(f, r, "link", 0);
+    }
+}
+
+START_TEST(kill9_during_churn)
+{
+    struct nasd_fsroot *f = fresh_fs();
+    make_tree(f, 1);
+    ck_assert_int_eq(V(f)->fsync(f, R(f), 0), 0);
+    nasd_fsroot_put(f);
+    for (int round = 0; round < 4; round++) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            struct nasd_fsroot *c = reopen_fs();
+            churn(c, round);
+            _exit(0);
+        }
+        usleep(300000 + (useconds_t)round * 370000);
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        ck_assert(WIFSIGNALED(st));
+        f = reopen_fs();   /* replays the newest complete transaction */
+        check_tree(f, 1);
+        nasd_fsroot_put(f);
+        ck_assert_int_eq(fsck(devpath), 0);
+    }
+}
+END_TEST
+
 /* ---------- on the pool engine ---------- */
 
 static uint64_t pool_allocated(struct vpool *p)
@@ -1139,6 +1194,7 @@ static Suite *ext2_suite(void)
     tcase_add_test(tc, persistence);
     tcase_add_test(tc, crash_keeps_last_commit);
     tcase_add_test(tc, concurrent_workers);
+    tcase_add_test(tc, kill9_during_churn);
     tcase_add_test(tc, vpool_raidz1_dataset);
     tcase_add_test(tc, commit_cost);
     suite_add_tcase(s, tc);
