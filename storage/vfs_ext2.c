@@ -5,6 +5,8 @@
  * in-memory superblock, group descriptors and bitmaps are written and the txblock committed
  * only between ops, so every committed state is a consistent filesystem.
  *
+ * fds stay valid while open: their inode numbers are not reused (vfs_ext2_pin.c).
+ *
  * Commit cost: ext2fs_write_bitmaps() would rewrite the bitmaps of EVERY group (8 KiB per
  * 128 MiB group: 64 MiB per commit on a 1 TiB volume). Instead the allocation callbacks
  * record which groups changed and e2_commit_locked() writes only those, then lets
@@ -306,6 +308,7 @@ static void e2_free(struct e2 *e)
     if (!e) return;
     free(e->bb_dirty);
     free(e->ib_dirty);
+    e2_pins_free(e);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e);
@@ -450,8 +453,15 @@ static void e2_destroy(struct nasd_fsroot *f)
     free(f);
 }
 
-/* fds are inode numbers: nothing to release */
-static void e2_close(struct nasd_fsroot *f, int fd) { (void)f; (void)fd; }
+/* fds are inode numbers; closing one lets its number be reused */
+static void e2_close(struct nasd_fsroot *f, int fd)
+{
+    struct e2 *e = E2(f);
+    if (fd <= 0) return;
+    e2_lock(e);
+    e2_unpin(e, (ext2_ino_t)fd);
+    e2_unlock(e);
+}
 
 static int e2_fsync(struct nasd_fsroot *f, int fd, int datasync)
 {

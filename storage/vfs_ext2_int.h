@@ -22,6 +22,7 @@
  * once this much is buffered (well below one journal half, so ops stay atomic). */
 #define E2_COMMIT_INTERVAL_MS 1000
 #define E2_COMMIT_DIRTY_BYTES (TXB_JOURNAL_HALF / 2)
+#define E2_PIN_BITS 10
 
 struct e2 {
     pthread_mutex_t mu;
@@ -38,6 +39,9 @@ struct e2 {
     pthread_cond_t cv;
     bool stop, have_thread;
     int interval_ms;
+    /* inode numbers held by open fds (vfs_ext2_pin.c) */
+    struct e2_pin *pins[1u << E2_PIN_BITS];
+    size_t npins;
     /* stats */
     uint64_t commits;
 };
@@ -66,6 +70,14 @@ uint64_t e2_size(const struct ext2_inode_large *in);
 void e2_inode_alloc(struct e2 *e, ext2_ino_t ino, int delta, bool is_dir);
 void e2_note_block(struct e2 *e, blk64_t blk, blk64_t num);
 uint32_t e2_new_generation(struct e2 *e);
+
+/* vfs_ext2_pin.c: fds pin inode numbers against reuse (see there) */
+struct e2_pin;
+void e2_pin(struct e2 *e, ext2_ino_t ino);
+void e2_unpin(struct e2 *e, ext2_ino_t ino);
+bool e2_pinned(struct e2 *e, ext2_ino_t ino);
+void e2_pins_free(struct e2 *e);
+errcode_t e2_new_inode(struct e2 *e, ext2_ino_t dir, int mode, ext2_ino_t *out);
 
 /* vfs_ext2_perm.c: 0 or -EACCES/-EPERM for the calling thread's credentials */
 #define E2_MAY_EXEC 1

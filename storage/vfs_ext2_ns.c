@@ -193,7 +193,7 @@ static int create_node(struct e2 *e, int dirfd, const char *name, unsigned mode,
     bool is_dir = LINUX_S_ISDIR(mode);
     if (is_dir && d.i_links_count >= E2_LINK_MAX) return -EMLINK;
 
-    errcode_t err = ext2fs_new_inode(fs, dir, (int)mode, NULL, &ino);
+    errcode_t err = e2_new_inode(e, dir, (int)mode, &ino);
     if (err) return e2_errno(err);
     init_inode(e, &in, &d, mode);
     rc = link_entry(e, dir, name, ino, mode_to_ft(mode));
@@ -293,7 +293,7 @@ int e2_openat(struct nasd_fsroot *f, int dirfd, const char *name, int flags, mod
     rc = e2_lookup(e, (ext2_ino_t)dirfd, name, &ino);
     if (rc == -ENOENT && (flags & O_CREAT)) {
         rc = create_node(e, dirfd, name, LINUX_S_IFREG | (mode & 07777), 0, NULL, &ino);
-        if (!rc) rc = (int)ino;
+        if (!rc) { e2_pin(e, ino); rc = (int)ino; }
         goto out;
     }
     if (rc) goto out;
@@ -311,6 +311,7 @@ int e2_openat(struct nasd_fsroot *f, int dirfd, const char *name, int flags, mod
         rc = e2_set_size(e, ino, &in, 0);
         if (rc) goto out;
     }
+    e2_pin(e, ino);
     rc = (int)ino;
 out:
     e2_unlock(e);
@@ -520,6 +521,9 @@ int e2_open_handle(struct nasd_fsroot *f, const struct nasd_fh *h, int flags)
     int rc = e2_iget(e, (int)v[0], &in);
     if (!rc && in.i_generation != v[1]) rc = -ESTALE;
     if (!rc && (flags & O_DIRECTORY) && !LINUX_S_ISDIR(in.i_mode)) rc = -ENOTDIR;
+    int acc = flags & O_ACCMODE;
+    if (!rc && !(flags & O_PATH) && (acc == O_WRONLY || acc == O_RDWR) && LINUX_S_ISDIR(in.i_mode)) rc = -EISDIR;
+    if (!rc) e2_pin(e, v[0]);
     e2_unlock(e);
     return rc ? rc : (int)v[0];
 }

@@ -654,6 +654,9 @@ START_TEST(enospc)
     ck_assert_int_eq(rc, -ENOSPC);
     ck_assert_int_gt(made, 10);
     ck_assert_int_eq(V(f)->unlinkat(f, r, "fill", 0), 0);
+    int mk2 = V(f)->mkdirat(f, r, "nodir", 0755);   /* the only free inode is still open */
+    ck_assert_int_eq(mk2, -ENOSPC);
+    V(f)->close(f, fd);
     struct statvfs s1;
     ck_assert_int_eq(V(f)->statvfs(f, &s1), 0);
     ck_assert_uint_ge(s1.f_bfree + 4, s0.f_bfree);
@@ -677,12 +680,14 @@ START_TEST(statvfs_and_stale_handles)
     ck_assert_int_eq(V(f)->statvfs(f, &s1), 0);
     ck_assert_uint_le(s1.f_bfree, s0.f_bfree - n / 4096);
     ck_assert_uint_eq(s1.f_ffree, s0.f_ffree - 1);
-    struct nasd_fh h;
+    struct nasd_fh h, hr_dummy;
+    ck_assert_int_eq(V(f)->handle(f, r, "", AT_EMPTY_PATH, &hr_dummy), 0);
     ck_assert_int_eq(V(f)->handle(f, r, "f", 0, &h), 0);
     ck_assert_int_eq(h.type, 0x4558);
     ck_assert_int_eq(h.len, 8);
     ck_assert_int_eq(V(f)->open_handle(f, &h, O_RDONLY), fd);
     ck_assert_int_eq(V(f)->open_handle(f, &h, O_RDONLY | O_DIRECTORY), -ENOTDIR);
+    ck_assert_int_eq(V(f)->open_handle(f, &hr_dummy, O_RDWR), -EISDIR);
     struct nasd_fh hr;
     ck_assert_int_eq(V(f)->handle(f, r, "", AT_EMPTY_PATH, &hr), 0);
     ck_assert_int_eq(V(f)->open_handle(f, &hr, O_RDONLY | O_DIRECTORY), r);
@@ -691,6 +696,15 @@ START_TEST(statvfs_and_stale_handles)
     ck_assert_uint_eq(s2.f_bfree, s0.f_bfree);
     ck_assert_uint_eq(s2.f_ffree, s0.f_ffree);
     ck_assert_int_eq(V(f)->open_handle(f, &h, O_RDONLY), -ESTALE);
+    /* while fds are open on it, the inode number is not reused: they stay stale */
+    int other = creat_file(f, r, "other");
+    ck_assert_int_ne(other, fd);
+    ck_assert_int_eq(V(f)->pwrite(f, fd, "x", 1, 0), -ESTALE);
+    ck_assert_int_eq(V(f)->unlinkat(f, r, "other", 0), 0);
+    V(f)->close(f, other);
+    V(f)->close(f, fd);   /* creat_file's */
+    V(f)->close(f, fd);   /* open_handle's */
+    V(f)->close(f, fd);   /* a close too many is harmless */
     /* the inode number comes back for a new file: the old handle stays stale */
     int fd2 = creat_file(f, r, "g");
     ck_assert_int_eq(fd2, fd);
