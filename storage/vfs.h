@@ -11,11 +11,12 @@
  *
  * Permissions: namespace operations (openat with O_CREAT or a write access mode,
  * fstatat of a name, mkdirat, mknodat, symlinkat, unlinkat, renameat, link, chown,
- * chmod, utimens, truncate) are checked as the kernel would for the calling thread's
+ * chmod, utimens) are checked as the kernel would for the calling thread's
  * credentials (nasd_vfs_set_cred): the posix backend lets the kernel do it through
  * the thread's fsuid/fsgid/groups, the engine backend checks in userspace (uid 0
  * bypasses read/write/search checks like CAP_DAC_OVERRIDE). open_handle, pread,
- * pwrite, readdir, readlink, fsync and statvfs do not check: the NFS layer checks
+ * pwrite, truncate (like ftruncate on a writable fd), readdir, readlink, fsync and
+ * statvfs do not check: the NFS layer checks
  * access to an object itself (nfs_may) before I/O.
  *
  * Durability: pwrite/namespace changes may be buffered; fsync(fd) (and commit())
