@@ -9,6 +9,8 @@
 # the allocator state (it skips inodes freed in the last ~30 s), which on a shared
 # machine other processes keep changing. NFS_BENCH_FS=dir exports plain directories
 # under NFS_BENCH_DIR instead (then NFS_BENCH_PAUSE, default 35 s, separates the runs).
+# A third run serves a dataset on nasd's pool engine (ext2 in a pool volume on a 4 GiB
+# sparse member file, what the daemon's datasets are) to show what the engine costs.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/integration/lib.sh   # free_port
@@ -56,6 +58,19 @@ run_ours() {
     kill "$pid"; wait "$pid" 2>/dev/null
 }
 
+run_engine() {
+    mkdir -p "$WORK/engine"
+    NP=$(free_port); MP=$(free_port $NP)
+    "$SERVE" --engine "$WORK/engine" --engine-size 4294967296 --path /export --nfsport "$NP" --mountport "$MP" \
+        --log warn > "$WORK/engine.out" 2> "$WORK/engine.log" &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 200); do grep -q '^ready' "$WORK/engine.out" && break; sleep 0.05; done
+    echo "   exporting an engine dataset (stripe pool on $WORK/engine/member.img)"
+    "$BENCH" --server 127.0.0.1 --export /export --nfsport "$NP" --mountport "$MP" --label nasd-engine "$@" | tee "$WORK/engine.res"
+    kill "$pid"; wait "$pid" 2>/dev/null
+}
+
 run_ganesha() {
     if ! command -v ganesha.nfsd > /dev/null; then
         echo "nfs-ganesha not installed (apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind)"; return 1
@@ -88,18 +103,24 @@ if [ "$PAUSE" -gt 0 ]; then
     echo "   (pausing ${PAUSE}s so both servers start from the same allocator state)"
     sleep "$PAUSE"
 fi
+echo "== nasd NFS service on a pool-engine dataset"
+start=$(date +%s)
+run_engine "$@"
+echo "   (took $(( $(date +%s) - start )) s)"
 echo "== nfs-ganesha"
 start=$(date +%s)
 run_ganesha "$@"
 echo "   (took $(( $(date +%s) - start )) s)"
 
-echo "== comparison (nasd / ganesha)"
+echo "== comparison (nasd on ext4 / ganesha on ext4; nasd on its engine / ganesha on ext4)"
 for m in create_ops_s remove_ops_s write_1m_qd8_mb_s randread_4k_qd32_ops_s; do
     a=$(awk -v m="$m" '$3 ~ "^"m {print $4}' "$WORK/ours.res" 2>/dev/null)
     b=$(awk -v m="$m" '$3 ~ "^"m {print $4}' "$WORK/g.res" 2>/dev/null)
-    if [ -n "$a" ] && [ -n "$b" ] && [ "$b" != 0 ]; then
-        printf '%-26s nasd %10s   ganesha %10s   ratio %.2fx\n' "$m" "$a" "$b" "$(echo "$a / $b" | bc -l)"
+    e=$(awk -v m="$m" '$3 ~ "^"m {print $4}' "$WORK/engine.res" 2>/dev/null)
+    if [ -n "$a" ] && [ -n "$b" ] && [ -n "$e" ] && [ "$b" != 0 ]; then
+        printf '%-26s nasd %10s   ganesha %10s   ratio %.2fx   engine %10s   ratio %.2fx\n' "$m" "$a" "$b" \
+            "$(echo "$a / $b" | bc -l)" "$e" "$(echo "$e / $b" | bc -l)"
     else
-        printf '%-26s nasd %10s   ganesha %10s\n' "$m" "${a:-n/a}" "${b:-n/a}"
+        printf '%-26s nasd %10s   ganesha %10s   engine %10s\n' "$m" "${a:-n/a}" "${b:-n/a}" "${e:-n/a}"
     fi
 done
