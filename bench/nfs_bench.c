@@ -206,7 +206,10 @@ static double meta_phase(int remove, struct fh *dirs, int ndirs, int nfiles, int
     }
     pump_inflight(1);
     double dt = now_s() - t0;
-    if (errors_seen) fprintf(stderr, "nfs_bench: %d %s errors\n", errors_seen, remove ? "remove" : "create");
+    if (errors_seen) {   /* a rate over failed calls would be a false figure */
+        fprintf(stderr, "nfs_bench: %d %s errors; no result\n", errors_seen, remove ? "remove" : "create");
+        exit(1);
+    }
     return dt;
 }
 
