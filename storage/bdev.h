@@ -20,6 +20,9 @@ struct nasd_bdev_ops {
      * the same state. NULL means "always mapped". */
     int (*mapped)(nasd_bdev *b, uint64_t off, uint64_t len, int *is_mapped, uint64_t *run);
     void (*destroy)(nasd_bdev *b);
+    /* Optional: bytes of backing space the device can still allocate (thin devices in a
+     * shared pool). NULL: everything not yet written is available. */
+    uint64_t (*avail)(nasd_bdev *b);
 };
 
 struct nasd_bdev {

@@ -34,6 +34,10 @@ enum vpool_member_state {
 
 #define VPOOL_MAX_MEMBERS 16
 #define VPOOL_VOL_LZ4     1   /* vpool_vol_create flag: compress 64 KiB units with lz4 */
+/* vpool_vol_create flag: no reservation. Other volumes are thick: the units they have
+ * not written yet stay reserved, so a thin volume (a dataset) gets -ENOSPC rather than
+ * take space a thick volume was promised. */
+#define VPOOL_VOL_THIN    2
 
 struct vpool_member_spec {
     const char *path;

@@ -12,6 +12,11 @@ int vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_o
     uint32_t cur = vext < v->map_len ? v->map[vext] : 0;
     if (cur) { *au_out = cur - 1; pthread_mutex_unlock(&p->alloc_lock); return 0; }
     if (vext >= v->map_len) { pthread_mutex_unlock(&p->alloc_lock); return -ERANGE; }
+    bool thin = v->flags & VPOOL_VOL_THIN;
+    if (thin && p->n_au - p->au_used <= p->thick_unalloc) {
+        pthread_mutex_unlock(&p->alloc_lock);
+        return -ENOSPC;   /* what is left is promised to thick volumes */
+    }
     uint64_t au = p->n_au;
     for (uint64_t k = 0; k < p->n_au; k++) {
         uint64_t i = (p->au_cursor + k) % p->n_au;
@@ -30,6 +35,7 @@ int vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_o
     }
     vp_au_set(p, au, v->id, (uint32_t)vext);
     p->au_used++;
+    if (!thin && p->thick_unalloc) p->thick_unalloc--;
     p->au_cursor = au + 1;
     struct vp_rec r = { .type = VP_REC_ALLOC, .a32 = v->id, .a = au, .b = vext };
     vp_pend_add(p, &r);
@@ -45,9 +51,11 @@ void vp_free_au(struct vpool *p, uint64_t au)
     pthread_mutex_lock(&p->alloc_lock);
     struct vp_au o = p->au[au];
     if (!o.vol_id) { pthread_mutex_unlock(&p->alloc_lock); return; }
-    struct vp_vol *v = p->vols[o.vol_id - 1];
-    if (v && o.vol_ext < v->map_len && v->map[o.vol_ext] == au + 1)
+    struct vp_vol *v = p->vols[o.vol_id - 1];   /* NULL while its volume is destroyed */
+    if (v && o.vol_ext < v->map_len && v->map[o.vol_ext] == au + 1) {
         __atomic_store_n(&v->map[o.vol_ext], 0, __ATOMIC_RELEASE);
+        if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc++;   /* unmapped: reserved again */
+    }
     vp_au_set(p, au, 0, 0);
     p->au_used--;
     struct vp_rec r = { .type = VP_REC_FREE, .a = au };
@@ -88,7 +96,29 @@ int vp_rebuild_vol_maps(struct vpool *p)
         v->map[o.vol_ext] = (uint32_t)au + 1;
         p->au_used++;
     }
+    p->thick_unalloc = 0;
+    for (int i = 0; i < VP_MAX_VOLS; i++) {
+        struct vp_vol *v = p->vols[i];
+        if (v && !(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc += v->map_len - vp_vol_mapped(v);
+    }
     return 0;
+}
+
+uint64_t vp_vol_mapped(const struct vp_vol *v)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < v->map_len; i++) n += v->map[i] != 0;
+    return n;
+}
+
+uint64_t vp_vol_avail(struct vpool *p, struct vp_vol *v)
+{
+    pthread_mutex_lock(&p->alloc_lock);
+    uint64_t free_au = p->n_au - p->au_used;
+    if (v->flags & VPOOL_VOL_THIN) free_au = free_au > p->thick_unalloc ? free_au - p->thick_unalloc : 0;
+    uint64_t unmapped = v->map_len - vp_vol_mapped(v);
+    pthread_mutex_unlock(&p->alloc_lock);
+    return (free_au < unmapped ? free_au : unmapped) * VP_AU_BYTES;
 }
 
 uint64_t vp_au_count_used(struct vpool *p)

@@ -111,6 +111,7 @@ struct vpool {
 
     pthread_mutex_t alloc_lock;
     uint64_t au_cursor, au_used;
+    uint64_t thick_unalloc;       /* AUs thick volumes may still claim (alloc_lock) */
 
     pthread_mutex_t pend_lock;    /* metadata deltas not yet in the journal */
     struct vp_rec *pend;
@@ -268,6 +269,8 @@ void vp_flusher_kick(struct vpool *p);
 
 /* ---- allocation (vpool_alloc.c) ---- */
 int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);
+uint64_t vp_vol_mapped(const struct vp_vol *v);             /* AUs mapped (alloc_lock or exclusive) */
+uint64_t vp_vol_avail(struct vpool *p, struct vp_vol *v);   /* bytes it could still allocate */
 void vp_free_au(struct vpool *p, uint64_t au);  /* commit_lock held; zeroes checksums, journals FREE */
 int  vp_rebuild_vol_maps(struct vpool *p);
 uint64_t vp_au_count_used(struct vpool *p);

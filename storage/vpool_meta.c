@@ -161,7 +161,7 @@ static int page_decode(struct vpool *p, uint64_t idx, const uint8_t *pg, char *e
             unsigned slot = idx * VP_VOL_PER_PG + i;
             if (!d->id) continue;
             if (d->id != slot + 1 || !d->name[0] || memchr(d->name, 0, sizeof d->name) == NULL ||
-                !d->size || d->size > (1ull << 50) || (d->flags & ~(uint32_t)VPOOL_VOL_LZ4)) {
+                !d->size || d->size > (1ull << 50) || (d->flags & ~(uint32_t)(VPOOL_VOL_LZ4 | VPOOL_VOL_THIN))) {
                 vp_set_err(err, errlen, "volume table entry %u is malformed", slot);
                 return -EBADMSG;
             }

@@ -270,9 +270,15 @@ static void vb_destroy(nasd_bdev *b)
     free(vb);
 }
 
+static uint64_t vb_avail(nasd_bdev *b)
+{
+    struct vp_vbdev *vb = (struct vp_vbdev *)b;
+    return vp_vol_avail(vb->p, vb->v);
+}
+
 static const struct nasd_bdev_ops vol_ops = {
     .read = vb_read, .write = vb_write, .flush = vb_flush, .unmap = vb_unmap,
-    .mapped = vb_mapped, .destroy = vb_destroy,
+    .mapped = vb_mapped, .destroy = vb_destroy, .avail = vb_avail,
 };
 
 /* ---------------- management ---------------- */
@@ -295,7 +301,8 @@ bool vp_name_ok(const char *n)
 
 int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags)
 {
-    if (!vp_name_ok(name) || !size || (flags & ~VPOOL_VOL_LZ4) || size > (1ull << 50)) return -EINVAL;
+    if (!vp_name_ok(name) || !size || (flags & ~(VPOOL_VOL_LZ4 | VPOOL_VOL_THIN)) || size > (1ull << 50))
+        return -EINVAL;
     if (atomic_load(&p->closed)) return -ENXIO;
     size = (size + VP_SECTOR - 1) / VP_SECTOR * VP_SECTOR;
     struct vp_vol *v = calloc(1, sizeof *v);
@@ -314,13 +321,18 @@ int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags
     for (int i = 0; i < VP_MAX_VOLS && !rc && slot < 0; i++) if (!p->vols[i]) slot = i;
     if (!rc && slot < 0) rc = -ENOSPC;
     if (!rc) { v->id = (uint32_t)slot + 1; p->vols[slot] = v; mark_voltab(p, v->id); }
+    if (!rc && !(flags & VPOOL_VOL_THIN)) {
+        pthread_mutex_lock(&p->alloc_lock);
+        p->thick_unalloc += v->map_len;
+        pthread_mutex_unlock(&p->alloc_lock);
+    }
     pthread_rwlock_unlock(&p->vol_lock);
     if (!rc) rc = vp_commit(p);
     if (!rc) rc = vp_checkpoint(p);
     pthread_mutex_unlock(&p->commit_lock);
     if (rc && slot < 0) vp_vol_free(v);
-    if (!rc) log_info("vpool %s: volume %s created (%llu bytes%s)", p->name, name, (unsigned long long)size,
-                      flags & VPOOL_VOL_LZ4 ? ", lz4" : "");
+    if (!rc) log_info("vpool %s: volume %s created (%llu bytes%s%s)", p->name, name, (unsigned long long)size,
+                      flags & VPOOL_VOL_LZ4 ? ", lz4" : "", flags & VPOOL_VOL_THIN ? ", thin" : "");
     return rc;
 }
 
@@ -364,7 +376,16 @@ int vpool_vol_destroy(struct vpool *p, const char *name)
     struct vp_vol *v = vol_find(p, name);
     if (!v) rc = -ENOENT;
     else if (atomic_load(&v->open_count)) rc = -EBUSY;
-    if (!rc) { p->vols[v->id - 1] = NULL; mark_voltab(p, v->id); }
+    if (!rc) {
+        p->vols[v->id - 1] = NULL;
+        mark_voltab(p, v->id);
+        if (!(v->flags & VPOOL_VOL_THIN)) {   /* its unwritten units are no longer promised */
+            pthread_mutex_lock(&p->alloc_lock);
+            uint64_t left = v->map_len - vp_vol_mapped(v);
+            p->thick_unalloc = p->thick_unalloc > left ? p->thick_unalloc - left : 0;
+            pthread_mutex_unlock(&p->alloc_lock);
+        }
+    }
     pthread_rwlock_unlock(&p->vol_lock);
     if (!rc) {
         for (uint64_t i = 0; i < v->map_len; i++) if (v->map[i]) vp_free_au(p, v->map[i] - 1);
@@ -394,6 +415,7 @@ int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
             memcpy(nm, v->map, v->map_len * sizeof *nm);
             om->map = v->map; om->next = v->old_maps; v->old_maps = om;
             __atomic_store_n(&v->map, nm, __ATOMIC_RELEASE);
+            if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc += nl - v->map_len;
             __atomic_store_n(&v->map_len, nl, __ATOMIC_RELEASE);
             v->size = new_size;
             pthread_mutex_unlock(&p->alloc_lock);

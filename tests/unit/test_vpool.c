@@ -524,6 +524,50 @@ START_TEST(t_thin_enospc)
 }
 END_TEST
 
+/* Thin volumes (datasets) never take the unwritten space of thick volumes, also
+ * after an import and after the thick volume unmaps; destroying it frees it. */
+START_TEST(t_thick_reservation)
+{
+    struct tdir t;
+    tdir_make(&t, 1);
+    struct vpool *p;
+    create_pool(&t, VPOOL_STRIPE, 1, &p);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    uint64_t cap = st.size, half = cap / 2 / VP_AU_BYTES * VP_AU_BYTES;
+    ck_assert_int_eq(vpool_vol_create(p, "vol", half, 0), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "ds", cap, VPOOL_VOL_THIN), 0);
+    ck_assert_int_eq(vpool_vol_flags(p, "ds"), VPOOL_VOL_THIN);
+    nasd_bdev *ds = open_vol(p, "ds", 4096);
+    ck_assert_uint_eq(ds->ops->avail(ds), cap - half);
+    uint8_t *buf = calloc(1, 1 << 20);
+    uint64_t off = 0;
+    int rc = 0;
+    for (; !rc; off += 1 << 20) rc = nasd_bdev_write(ds, buf, off, 1 << 20, NASD_IO_FUA);
+    ck_assert_int_eq(rc, -ENOSPC);
+    ck_assert_uint_eq(off - (1 << 20), cap - half);
+    ck_assert_uint_eq(ds->ops->avail(ds), 0);
+    nasd_bdev *vol = open_vol(p, "vol", 4096);
+    write_pattern(vol, 0, half, 7, 1);                 /* every promised byte is there */
+    ck_assert_int_eq(nasd_bdev_unmap(vol, 0, 4ull << 20), 0);
+    ck_assert_int_eq(nasd_bdev_write(ds, buf, off, 4096, NASD_IO_FUA), -ENOSPC);   /* re-reserved */
+    nasd_bdev_put(vol);
+    nasd_bdev_put(ds);
+    vpool_close(p);
+    p = import_pool(&t, 1, -1);
+    ds = open_vol(p, "ds", 4096);
+    ck_assert_uint_eq(ds->ops->avail(ds), 0);
+    ck_assert_int_eq(nasd_bdev_write(ds, buf, off, 4096, NASD_IO_FUA), -ENOSPC);
+    ck_assert_int_eq(vpool_vol_destroy(p, "vol"), 0);
+    ck_assert_uint_eq(ds->ops->avail(ds), half);
+    ck_assert_int_eq(nasd_bdev_write(ds, buf, off, 1 << 20, NASD_IO_FUA), 0);
+    free(buf);
+    nasd_bdev_put(ds);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 static void expect_import_error(const char *const *paths, int n, const char *needle)
 {
     struct vpool *p = NULL;
@@ -695,6 +739,7 @@ Suite *vpool_suite(void)
     tcase_add_test(tc, t_lz4_roundtrip);
     tcase_add_test(tc, t_resize_and_list);
     tcase_add_test(tc, t_thin_enospc);
+    tcase_add_test(tc, t_thick_reservation);
     tcase_add_test(tc, t_fuzz_headers);
     tcase_add_test(tc, t_bad_labels);
     suite_add_tcase(s, tc);
