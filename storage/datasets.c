@@ -67,10 +67,11 @@ int storage_dataset_create(struct storage *st, const char *pool, const char *nam
     }
     struct vpool_status s;
     vpool_get_status(vp, &s);
-    /* thin: the filesystem spans the pool, its blocks are allocated as files grow */
+    /* thin: the filesystem spans the pool, its blocks are allocated as files grow and
+     * never from space thick volumes were promised */
     uint64_t size = s.size & ~((1ull << 20) - 1);
     if (size < DS_MIN_SIZE) { snprintf(err, errlen, "pool %s is too small for a dataset", pool); return -ENOSPC; }
-    int rc = vpool_vol_create(vp, vol, size, lz4 ? VPOOL_VOL_LZ4 : 0);
+    int rc = vpool_vol_create(vp, vol, size, VPOOL_VOL_THIN | (lz4 ? VPOOL_VOL_LZ4 : 0));
     if (rc) {
         snprintf(err, errlen, "dataset %s/%s: %s", pool, name, rc == -EEXIST ? "exists in the pool" : strerror(-rc));
         return rc;

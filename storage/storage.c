@@ -278,9 +278,9 @@ json_t *volume_list(struct vpool *vp, int datasets)
     int n = names && sizes ? vpool_vol_list(vp, names, sizes, VP_LIST_MAX) : 0;
     for (int i = 0; i < n; i++) {
         if (is_dataset_volume(names[i]) != !!datasets) continue;
+        int flags = vpool_vol_flags(vp, names[i]);
         json_array_append_new(out, json_pack("{s:s, s:I, s:b}", "name", names[i] + (datasets ? 1 : 0),
-                                             "size", (json_int_t)sizes[i],
-                                             "lz4", vpool_vol_flags(vp, names[i]) == VPOOL_VOL_LZ4));
+                                             "size", (json_int_t)sizes[i], "lz4", flags > 0 && (flags & VPOOL_VOL_LZ4)));
     }
     free(names);
     free(sizes);
@@ -296,7 +296,7 @@ json_t *storage_pool_volumes(struct storage *st, const char *name)
 
 /* Volumes are allocated thinly but reserved thickly: the sum of volume sizes (plus
  * what datasets hold) may not exceed the pool, so a full pool never fails a write
- * the initiator was promised (datasets may still fill unwritten reserved space). */
+ * the initiator was promised (the engine keeps datasets out of the unwritten rest). */
 static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_t size, char *err, size_t errlen)
 {
     struct vpool_status s;

@@ -485,6 +485,12 @@ static int e2_statvfs(struct nasd_fsroot *f, struct statvfs *out)
     out->f_bsize = out->f_frsize = e->fs->blocksize;
     out->f_blocks = ext2fs_blocks_count(s);
     out->f_bfree = ext2fs_free_blocks_count(s);
+    /* the filesystem spans the pool: what the pool can still give this thin volume
+     * (other datasets and thick volumes' reservations share it) bounds its free space */
+    if (e->bdev->ops->avail) {
+        uint64_t pool_free = e->bdev->ops->avail(e->bdev) / e->fs->blocksize;
+        if (pool_free < out->f_bfree) out->f_bfree = pool_free;
+    }
     uint64_t r = ext2fs_r_blocks_count(s);
     out->f_bavail = out->f_bfree > r ? out->f_bfree - r : 0;
     out->f_files = s->s_inodes_count;

@@ -153,6 +153,17 @@ static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len
 /* Large writes go in pieces with a chance to commit between them: every commit must hold a
  * consistent filesystem, and a single op that overflowed a journal half would force the
  * txblock to commit early, in the middle of it (blocks mapped, bitmaps not yet written). */
+/* The filesystem spans a thin volume in a shared pool: ext2 may think it has free
+ * blocks the pool can no longer give (other datasets, thick volumes' reservations).
+ * Refuse up front, with room for what is buffered and the redo journal, instead of
+ * failing a commit. Conservative: overwrites need no new space but are counted. */
+static bool pool_has_room(struct e2 *e, size_t n)
+{
+    if (!e->bdev->ops->avail) return true;
+    uint64_t need = (uint64_t)n + txb_dirty_bytes(e->txb) + TXB_JOURNAL_BYTES;
+    return e->bdev->ops->avail(e->bdev) >= need;
+}
+
 ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, uint64_t off)
 {
     if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off) return -EFBIG;
@@ -163,6 +174,7 @@ ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, ui
     do {
         size_t n = len - done > E2_WRITE_PIECE ? E2_WRITE_PIECE : len - done;
         if (done && e->dirty && txb_dirty_bytes(e->txb) >= E2_COMMIT_DIRTY_BYTES) e2_commit_locked(e);
+        if (n && !pool_has_room(e, n)) { rc = -ENOSPC; break; }
         rc = n ? pwrite_piece(e, fd, (const uint8_t *)buf + done, n, off + done) : 0;
         if (rc > 0) done += (size_t)rc;
         if (rc < (ssize_t)n) break;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Datasets live on the pool engine: NFS data takes space from the pool (and gives it
-# back on delete), lz4 datasets keep compressible data in less disk space, data the
+# back on delete) but never the space thick volumes were promised, lz4 datasets keep
+# compressible data in less disk space, data the
 # server acknowledged survives kill -9, a corrupted member is repaired under the
 # filesystem, and importing the pool's disks into a fresh database brings the
 # datasets back with their files.
@@ -47,6 +48,20 @@ A2=$(pool_alloc)
 [ "$(ds_alloc plain)" -ge $((22 << 20)) ] || fail "dataset allocation: $BODY"
 [ "$(nfs-cat "$Z/text$ARGS" | sha256sum)" = "$(sha256sum < "$T/text")" ] || fail "lz4 text differs"
 
+# a thick volume's promised space is not for datasets: a full pool refuses NFS writes
+# cleanly (NOSPC), and the dataset works again once the volume is gone
+api GET pools/tank >/dev/null; SIZE=$(jget "$BODY" .size)
+HOG=$(( (SIZE - $(ds_alloc plain) - $(ds_alloc packed) - (8 << 20)) / 1048576 * 1048576 ))
+expect 201 POST volumes "{\"pool\":\"tank\",\"name\":\"hog\",\"size\":$HOG}"
+head -c 6000000 /dev/urandom > "$T/blob2"
+nfs-cp "$T/blob2" "$P/blob2$ARGS" >/dev/null 2>&1 && fail "NFS write into space a volume was promised"
+grep -E "txb .*(failed|refused)|commit failed" "$T/a/nasd.log" && fail "the full pool broke a dataset commit"
+[ "$(nfs-cat "$P/blob$ARGS" | sha256sum)" = "$(sha256sum < "$T/blob")" ] || fail "blob differs after NOSPC"
+expect 204 DELETE volumes/tank/hog
+timeout 20 "$ROOT/build/tools/nfs_client_test" "$P$ARGS" rm /blob2 >/dev/null || fail "remove the partial blob2"
+nfs-cp "$T/blob2" "$P/blob2$ARGS" >/dev/null || fail "NFS write after the volume was deleted"
+[ "$(nfs-cat "$P/blob2$ARGS" | sha256sum)" = "$(sha256sum < "$T/blob2")" ] || fail "blob2 differs"
+
 # kill -9: everything nfs-cp wrote (FILE_SYNC / COMMIT) is intact after the restart
 kill -KILL $NASD_PID; wait $NASD_PID 2>/dev/null; NASD_PID=
 start_nasd "$T/a"
@@ -65,6 +80,7 @@ for _ in $(seq 300); do api GET pools/tank >/dev/null; [ "$(jget "$BODY" .scrub.
 [ "$(jget "$BODY" .scrub.unrepairable)" = 0 ] || fail "scrub found unrepairable blocks: $BODY"
 
 # deleting files gives the space back to the pool
+A2=$(pool_alloc)
 timeout 20 "$ROOT/build/tools/nfs_client_test" "$P$ARGS" rm /text >/dev/null || fail "remove text over NFS"
 sleep 2
 A3=$(pool_alloc)

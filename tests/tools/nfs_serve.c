@@ -44,7 +44,7 @@ static struct nasd_fsroot *open_engine(const char *dir, uint64_t size, int lz4, 
     if (fresh) {
         struct vpool_status st;
         vpool_get_status(vp, &st);
-        rc = vpool_vol_create(vp, "ds", st.size & ~((1ull << 20) - 1), lz4 ? VPOOL_VOL_LZ4 : 0);
+        rc = vpool_vol_create(vp, "ds", st.size & ~((1ull << 20) - 1), VPOOL_VOL_THIN | (lz4 ? VPOOL_VOL_LZ4 : 0));
     }
     nasd_bdev *b = rc ? NULL : vpool_vol_open(vp, "ds", 4096, &rc);
     if (b && fresh) rc = nasd_ext2_format(b, "ds");
