@@ -309,6 +309,7 @@ static void e2_free(struct e2 *e)
     free(e->bb_dirty);
     free(e->ib_dirty);
     e2_pins_free(e);
+    e2_dir_forget_all(e);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e);

@@ -23,6 +23,7 @@
 #define E2_COMMIT_INTERVAL_MS 1000
 #define E2_COMMIT_DIRTY_BYTES (TXB_JOURNAL_HALF / 2)
 #define E2_PIN_BITS 10
+#define E2_DIX_BUCKETS 256
 
 struct e2 {
     pthread_mutex_t mu;
@@ -42,6 +43,9 @@ struct e2 {
     /* inode numbers held by open fds (vfs_ext2_pin.c) */
     struct e2_pin *pins[1u << E2_PIN_BITS];
     size_t npins;
+    /* name indexes of large directories (vfs_ext2_dir.c) */
+    struct e2_dix *dix[E2_DIX_BUCKETS], *dix_lru, *dix_tail;
+    uint64_t dix_names;
     /* stats */
     uint64_t commits;
 };
@@ -96,6 +100,14 @@ int e2_utimens(struct nasd_fsroot *f, int fd, const struct timespec ts[2]);
 /* vfs_ext2_ns.c */
 int e2_check_name(const char *name);        /* for names being created */
 int e2_lookup(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t *ino);
+
+/* vfs_ext2_dir.c: every change to directory entries goes through these (or forgets
+ * the directory's index). */
+int e2_dir_lookup(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t *ino);
+int e2_dir_add(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft);
+int e2_dir_remove(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t ino);
+void e2_dir_forget(struct e2 *e, ext2_ino_t dir);
+void e2_dir_forget_all(struct e2 *e);
 int e2_openat(struct nasd_fsroot *f, int dirfd, const char *name, int flags, mode_t mode);
 int e2_fstatat(struct nasd_fsroot *f, int dirfd, const char *name, struct stat *st, int flags);
 int e2_mkdirat(struct nasd_fsroot *f, int dirfd, const char *name, mode_t mode);

@@ -23,10 +23,8 @@ int e2_lookup(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t *ino)
 {
     if (!name[0]) return -ENOENT;
     if (strchr(name, '/')) return -EINVAL;
-    size_t len = strlen(name);
-    if (len > E2_NAME_MAX) return -ENAMETOOLONG;
-    errcode_t err = ext2fs_lookup(e->fs, dir, name, (int)len, NULL, ino);
-    return err == EXT2_ET_FILE_NOT_FOUND ? -ENOENT : e2_errno(err);
+    if (strlen(name) > E2_NAME_MAX) return -ENAMETOOLONG;
+    return e2_dir_lookup(e, dir, name, ino);
 }
 
 static int mode_to_ft(unsigned mode)
@@ -46,13 +44,7 @@ static int mode_to_ft(unsigned mode)
 /* Adds name -> ino to dir, growing the directory by a block when it is full. */
 static int link_entry(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft)
 {
-    e->dirty = true;
-    errcode_t err = ext2fs_link(e->fs, dir, name, ino, ft);
-    if (err == EXT2_ET_DIR_NO_SPACE) {
-        err = ext2fs_expand_dir(e->fs, dir);
-        if (!err) err = ext2fs_link(e->fs, dir, name, ino, ft);
-    }
-    return e2_errno(err);
+    return e2_dir_add(e, dir, name, ino, ft);
 }
 
 /* The directory changed: mtime/ctime now, links += nlink_delta. */
@@ -214,7 +206,7 @@ static int create_node(struct e2 *e, int dirfd, const char *name, unsigned mode,
     }
     if (!rc) rc = e2_iput(e, ino, &in);
     if (rc) {   /* undo: the name, the inode (its block was never mapped) */
-        ext2fs_unlink(fs, dir, name, ino, 0);
+        e2_dir_remove(e, dir, name, ino);
         e2_inode_alloc(e, ino, -1, is_dir);
         return rc;
     }
@@ -271,6 +263,7 @@ int e2_drop_link(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in)
     in->i_size = 0;
     in->i_size_high = 0;
     in->i_dtime = (uint32_t)now.tv_sec;
+    if (is_dir) e2_dir_forget(e, ino);        /* the inode number may come back as another dir */
     int rc = e2_iput(e, ino, in);
     e2_inode_alloc(e, ino, -1, is_dir);
     return rc;
@@ -455,9 +448,7 @@ int e2_unlinkat(struct nasd_fsroot *f, int dirfd, const char *name, int flags)
         if (rc < 0) goto out;
         if (!rc) { rc = -ENOTEMPTY; goto out; }
     }
-    errcode_t err = ext2fs_unlink(e->fs, dir, name, ino, 0);
-    e->dirty = true;
-    if (err) { rc = e2_errno(err); goto out; }
+    if ((rc = e2_dir_remove(e, dir, name, ino))) goto out;
     rc = e2_drop_link(e, ino, &in);
     if (!rc) rc = dir_changed(e, dir, is_dir ? -1 : 0);
 out:

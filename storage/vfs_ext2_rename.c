@@ -31,6 +31,7 @@ static int set_entry(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t 
 {
     struct set_entry_ctx c = { name, strlen(name), ino, ft, false };
     e->dirty = true;
+    e2_dir_forget(e, dir);
     errcode_t err = ext2fs_dir_iterate2(e->fs, dir, 0, NULL, set_entry_cb, &c);
     if (err) return e2_errno(err);
     return c.done ? 0 : -EIO;
@@ -122,18 +123,10 @@ int e2_renameat(struct nasd_fsroot *f, int olddirfd, const char *oldname, int ne
 
     /* 1. the new name (the only step that may need space) */
     if (dino) rc = set_entry(e, newdir, newname, sino, ft);
-    else {
-        e->dirty = true;
-        errcode_t err = ext2fs_link(e->fs, newdir, newname, sino, ft);
-        if (err == EXT2_ET_DIR_NO_SPACE) {
-            err = ext2fs_expand_dir(e->fs, newdir);
-            if (!err) err = ext2fs_link(e->fs, newdir, newname, sino, ft);
-        }
-        rc = e2_errno(err);
-    }
+    else rc = e2_dir_add(e, newdir, newname, sino, ft);
     if (rc) goto out;
     /* 2. the old name */
-    rc = e2_errno(ext2fs_unlink(e->fs, olddir, oldname, sino, 0));
+    rc = e2_dir_remove(e, olddir, oldname, sino);
     if (rc) goto out;
     /* 3. a moved directory's ".." */
     if (moving_dir && (rc = set_entry(e, sino, "..", newdir, EXT2_FT_DIR))) goto out;

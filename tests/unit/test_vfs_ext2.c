@@ -500,6 +500,69 @@ START_TEST(attributes)
 }
 END_TEST
 
+/* A large directory (name index + last-block appends): churn of creates, removes and
+ * renames (within it, into and out of it) agrees with a model, also after a reopen,
+ * and e2fsck finds it clean. */
+START_TEST(large_directory_index)
+{
+    struct nasd_fsroot *f = fresh_fs();
+    int r = R(f);
+    ck_assert_int_eq(V(f)->mkdirat(f, r, "big", 0755), 0);
+    ck_assert_int_eq(V(f)->mkdirat(f, r, "side", 0755), 0);
+    int d = lookup_ino(f, r, "big"), side = lookup_ino(f, r, "side");
+    enum { N = 6000 };
+    static int8_t where[N];                  /* 0 absent, 1 in big as n<i>, 2 in big as m<i>, 3 in side */
+    memset(where, 0, sizeof where);
+    char a[32], b[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(a, sizeof a, "n%d", i);
+        ck_assert_int_gt(creat_file(f, d, a), 0);
+        where[i] = 1;
+    }
+    uint64_t x = 12345;
+    for (int step = 0; step < 8000; step++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        int i = (int)(x % N), op = (int)((x >> 32) % 4);
+        const char *cur = where[i] == 1 ? "n" : where[i] == 2 ? "m" : "n";
+        snprintf(a, sizeof a, "%s%d", cur, i);
+        int dir = where[i] == 3 ? side : d;
+        if (op == 0 && where[i]) {                       /* remove */
+            ck_assert_int_eq(V(f)->unlinkat(f, dir, a, 0), 0);
+            where[i] = 0;
+        } else if (op == 1 && !where[i]) {               /* create again */
+            snprintf(a, sizeof a, "n%d", i);
+            ck_assert_int_gt(creat_file(f, d, a), 0);
+            where[i] = 1;
+        } else if (op == 2 && (where[i] == 1 || where[i] == 2)) {   /* rename within big */
+            snprintf(b, sizeof b, "%s%d", where[i] == 1 ? "m" : "n", i);
+            ck_assert_int_eq(V(f)->renameat(f, d, a, d, b), 0);
+            where[i] = where[i] == 1 ? 2 : 1;
+        } else if (op == 3 && where[i]) {                /* move between big and side */
+            snprintf(b, sizeof b, "n%d", i);
+            ck_assert_int_eq(V(f)->renameat(f, dir, a, where[i] == 3 ? d : side, b), 0);
+            where[i] = where[i] == 3 ? 1 : 3;
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < N; i++) {
+            struct stat st;
+            snprintf(a, sizeof a, "n%d", i);
+            snprintf(b, sizeof b, "m%d", i);
+            ck_assert_int_eq(V(f)->fstatat(f, d, a, &st, AT_SYMLINK_NOFOLLOW), where[i] == 1 ? 0 : -ENOENT);
+            ck_assert_int_eq(V(f)->fstatat(f, d, b, &st, AT_SYMLINK_NOFOLLOW), where[i] == 2 ? 0 : -ENOENT);
+            ck_assert_int_eq(V(f)->fstatat(f, side, a, &st, AT_SYMLINK_NOFOLLOW), where[i] == 3 ? 0 : -ENOENT);
+        }
+        nasd_fsroot_put(f);
+        ck_assert_int_eq(fsck(devpath), 0);
+        f = reopen_fs();
+        r = R(f);
+        d = lookup_ino(f, r, "big");
+        side = lookup_ino(f, r, "side");
+    }
+    nasd_fsroot_put(f);
+}
+END_TEST
+
 static const struct nasd_vfs_cred alice = { 1000, 1000, 1, { 1000 } };
 static const struct nasd_vfs_cred bob = { 1001, 1001, 2, { 1001, 50 } };
 
@@ -604,6 +667,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, renames);
     tcase_add_test(tc, links_symlinks_nodes);
     tcase_add_test(tc, readdir_2000_resume);
+    tcase_add_test(tc, large_directory_index);
     tcase_add_test(tc, statvfs_and_stale_handles);
     tcase_add_test(tc, attributes);
     tcase_add_test(tc, permissions);
