@@ -1,7 +1,8 @@
 #pragma once
-/* The narrow file backend for NFS: a dataset is a directory tree rooted at root_fd.
- * Services must resolve every name with *at() calls relative to directory fds they
- * obtained from root_fd, never through absolute paths.
+/* A dataset as the NFS server sees it: a root object (root_fd) reached only through
+ * the operations in vfs (storage/vfs.h), resolving names relative to objects obtained
+ * from the root, never through paths. Backends: a host directory (posix) or an ext2
+ * filesystem in a pool volume (engine).
  * Quota: nasd tracks used bytes; services reserve before growing a file. */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -9,8 +10,8 @@
 #include "storage/vfs.h"
 
 struct nasd_fsroot {
-    int root_fd;              /* O_DIRECTORY fd of the dataset root */
-    char path[4096];          /* absolute path of the root (for logs / handles DB) */
+    int root_fd;              /* the root object (posix: an O_DIRECTORY fd) */
+    char path[4096];          /* where it lives (for logs and handle generations) */
     char name[128];           /* "pool/dataset" */
     uint64_t fsid;            /* stable, unique per dataset */
     _Atomic uint64_t quota;   /* bytes, 0 = none; may change live via REST */
