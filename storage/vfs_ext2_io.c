@@ -150,9 +150,6 @@ static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len
     return rc && !wrote ? rc : (ssize_t)wrote;
 }
 
-/* Large writes go in pieces with a chance to commit between them: every commit must hold a
- * consistent filesystem, and a single op that overflowed a journal half would force the
- * txblock to commit early, in the middle of it (blocks mapped, bitmaps not yet written). */
 /* The filesystem spans a thin volume in a shared pool: ext2 may think it has free
  * blocks the pool can no longer give (other datasets, thick volumes' reservations).
  * Refuse up front, with room for what is buffered and the redo journal, instead of
@@ -164,6 +161,9 @@ static bool pool_has_room(struct e2 *e, size_t n)
     return e->bdev->ops->avail(e->bdev) >= need;
 }
 
+/* Large writes go in pieces with a chance to commit between them: every commit must hold a
+ * consistent filesystem, and a single op that overflowed a journal half would force the
+ * txblock to commit early, in the middle of it (blocks mapped, bitmaps not yet written). */
 ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, uint64_t off)
 {
     if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off) return -EFBIG;
