@@ -65,6 +65,7 @@ struct txb {
     struct drange *disc;
     size_t ndisc, capdisc;
     int failed;                   /* sticky: an in-place write failed after its journal */
+    bool direct;                  /* txb_write_data went straight to the bdev since the last commit */
 };
 
 
@@ -196,6 +197,22 @@ int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len)
     return 0;
 }
 
+int txb_write_data(struct txb *t, uint64_t off, const void *buf, size_t len)
+{
+    if (t->failed) return t->failed;
+    if (!range_ok(t, off, len)) return -EINVAL;
+    if (off % TXB_BLOCK || len % TXB_BLOCK) return txb_write(t, off, buf, len);
+    /* journaled when the range is buffered already or was freed in this transaction:
+     * the last committed state may still own a freed block's old content */
+    for (uint64_t b = off / TXB_BLOCK; b < (off + len) / TXB_BLOCK && t->ndirty; b++)
+        if (dirty_find(t, b)) return txb_write(t, off, buf, len);
+    for (size_t i = 0; i < t->ndisc; i++)
+        if (off < t->disc[i].off + t->disc[i].len && t->disc[i].off < off + len) return txb_write(t, off, buf, len);
+    int rc = nasd_bdev_write(t->b, buf, off, len, 0);
+    if (!rc) t->direct = true;
+    return rc;
+}
+
 int txb_discard(struct txb *t, uint64_t off, uint64_t len)
 {
     if (t->failed) return t->failed;
@@ -289,7 +306,10 @@ static int apply_transaction(struct txb *t, const uint8_t *img)
 int txb_commit(struct txb *t)
 {
     if (t->failed) return t->failed;
-    if (!t->ndirty && !t->ndisc) return 0;
+    /* after direct writes even an empty transaction is written: it flushes them, and it
+     * becomes the newest, so the one before (which may hold older copies of those
+     * blocks) is never replayed over them */
+    if (!t->ndirty && !t->ndisc && !t->direct) return 0;
     uint32_t n = t->ndirty, ndisc = (uint32_t)t->ndisc, nd = desc_blocks(n, ndisc);
     size_t bytes = (size_t)(nd + n) * TXB_BLOCK;
     struct dblk **list = malloc((n ? n : 1) * sizeof *list);
@@ -334,6 +354,7 @@ int txb_commit(struct txb *t)
         return rc;
     }
     dirty_clear(t);
+    t->direct = false;
     return 0;
 }
 

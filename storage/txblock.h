@@ -30,6 +30,12 @@ void txb_close(struct txb *t);
 uint64_t txb_data_size(const struct txb *t);
 int txb_read(struct txb *t, uint64_t off, void *buf, size_t len);
 int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len);
+/* File data (ordered mode, like ext4 data=ordered): whole blocks go straight to the
+ * bdev, not through the journal, unless they are buffered or were freed since the last
+ * commit. The metadata that makes them reachable is committed after them, so a crash
+ * never exposes garbage; overwrites of already-committed blocks are then not atomic
+ * with the rest of the transaction (durable at the next commit, as usual). */
+int txb_write_data(struct txb *t, uint64_t off, const void *buf, size_t len);
 /* The range no longer holds data: dropped from the dirty set; unmapped on the bdev
  * (returning space to the pool) after the next commit. Reads of it may return zeros. */
 int txb_discard(struct txb *t, uint64_t off, uint64_t len);

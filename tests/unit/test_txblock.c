@@ -140,6 +140,45 @@ START_TEST(abandon_is_atomic)
 END_TEST
 
 
+/* Ordered-mode data writes: straight to the device (not journaled) when safe; a commit
+ * after them is written even with nothing buffered, so the previous transaction (which
+ * holds older copies of those blocks) is never replayed over them; blocks buffered or
+ * freed in the open transaction are journaled instead, so a crash keeps their old,
+ * still committed content. */
+START_TEST(ordered_data_writes)
+{
+    nasd_bdev *b = fresh_dev();
+    struct txb *t = open_txb(b);
+    uint8_t buf[4 * BS];
+    for (uint64_t i = 0; i < 8; i++) txb_put_pattern(t, 100 + i, 1);   /* blocks 100..107 */
+    ck_assert_int_eq(txb_commit(t), 0);
+    /* 1. overwrite 100..103 directly; the commit with nothing buffered still counts */
+    for (int i = 0; i < 4; i++) fill_block(buf + i * BS, (100 + i) * BS, 2);
+    ck_assert_int_eq(txb_write_data(t, 100 * BS, buf, 4 * BS), 0);
+    ck_assert_uint_eq(txb_dirty_bytes(t), 0);                    /* not buffered */
+    ck_assert_int_eq(txb_commit(t), 0);
+    txb_abandon(t);
+    t = open_txb(b);                                             /* replays the empty one */
+    for (uint64_t i = 0; i < 4; i++) ck_assert(txb_has(t, 100 + i, 2));
+    /* 2. a block buffered in this transaction takes the journal */
+    txb_put_pattern(t, 104, 3);
+    fill_block(buf, 104 * BS, 4);
+    ck_assert_int_eq(txb_write_data(t, 104 * BS, buf, BS), 0);
+    ck_assert_uint_eq(txb_dirty_bytes(t), BS);
+    /* 3. freed in this transaction, then reused: journaled, so the crash below keeps
+     *    the committed content */
+    ck_assert_int_eq(txb_discard(t, 105 * BS, 2 * BS), 0);
+    for (int i = 0; i < 2; i++) fill_block(buf + i * BS, (105 + i) * BS, 5);
+    ck_assert_int_eq(txb_write_data(t, 105 * BS, buf, 2 * BS), 0);
+    ck_assert_uint_eq(txb_dirty_bytes(t), 3 * BS);
+    txb_abandon(t);
+    t = open_txb(b);
+    for (uint64_t i = 104; i < 108; i++) ck_assert_msg(txb_has(t, i, 1), "block %llu", (unsigned long long)i);
+    txb_close(t);
+    nasd_bdev_put(b);
+}
+END_TEST
+
 /* mke2fs-style: tables, zeroed inode tables, root, lost+found, reserved inodes, one file. */
 static void make_fs(struct txb *t, const uint8_t *content, size_t clen)
 {
@@ -659,6 +698,7 @@ static Suite *txb_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, overlay_unaligned);
     tcase_add_test(tc, abandon_is_atomic);
+    tcase_add_test(tc, ordered_data_writes);
     tcase_add_test(tc, ext2_round_trip);
     tcase_add_test(tc, crash_during_commit);
     tcase_add_test(tc, replay_after_journal_only);
