@@ -41,8 +41,14 @@ static json_t *decorate(struct appliance *a, json_t *row)
         json_object_set_new(row, "gid", json_integer(st.st_gid));
     }
     struct statvfs vfs;
-    if (f && f->vfs->statvfs(f, &vfs) == 0)
+    if (f && f->vfs->statvfs(f, &vfs) == 0) {
         json_object_set_new(row, "files", json_integer((json_int_t)(vfs.f_files - vfs.f_ffree)));
+        /* what can still be written: the filesystem's (pool-bounded) free space, and the quota */
+        uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize, quota = atomic_load(&f->quota);
+        int64_t used = atomic_load(&f->used);
+        if (quota) avail = (uint64_t)used >= quota ? 0 : avail < quota - (uint64_t)used ? avail : quota - (uint64_t)used;
+        json_object_set_new(row, "available", json_integer((json_int_t)avail));
+    }
     json_object_set_new(row, "used", json_integer(f ? atomic_load(&f->used) : 0));
     /* pool space mapped for it, filesystem metadata and journal included; lz4 saves
      * below this, as holes in the member disks */

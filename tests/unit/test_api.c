@@ -117,6 +117,8 @@ START_TEST(datasets_and_volumes)
     ck_assert_int_eq(make_pool("tank", "mirror", 2), 201);
     ck_assert_int_eq(call(&j, "POST", "datasets", "{\"pool\":\"tank\",\"name\":\"share\",\"quota\":\"1G\"}"), 201);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "quota")), 1 << 30);
+    ck_assert_int_gt(json_integer_value(json_object_get(j, "available")), 0);
+    ck_assert_int_le(json_integer_value(json_object_get(j, "available")), 1 << 30);
     ck_assert_str_eq(json_string_value(json_object_get(j, "full_name")), "tank/share");
     json_decref(j);
     ck_assert_int_eq(call(NULL, "POST", "datasets", "{\"pool\":\"tank\",\"name\":\"share\"}"), 409);
@@ -130,6 +132,9 @@ START_TEST(datasets_and_volumes)
     ck_assert_str_eq(json_string_value(json_object_get(j, "mode")), "0755");
     json_decref(j);
     ck_assert_int_eq(call(NULL, "DELETE", "datasets/tank/z", NULL), 204);
+    ck_assert_int_eq(call(&j, "PATCH", "datasets/tank/share", "{\"quota\":\"1M\"}"), 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "available")), 1 << 20);
+    json_decref(j);
     ck_assert_int_eq(call(&j, "PATCH", "datasets/tank/share", "{\"quota\":\"none\",\"compression\":\"off\"}"), 200);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "quota")), 0);
     ck_assert_str_eq(json_string_value(json_object_get(j, "compression")), "off");

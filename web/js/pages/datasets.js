@@ -72,6 +72,7 @@ export async function mount(root) {
         { label: 'Dataset', cell: (d) => h('div', {}, h('strong', {}, d.full_name), h('span', { class: 'sub mono' }, d.path)) },
         { label: 'Quota', class: 'num', cell: (d) => (d.quota ? fmt.bytes(d.quota) : 'none') },
         { label: 'Used', class: 'num', cell: (d) => fmt.bytes(d.used) },
+        { label: 'Available', class: 'num', cell: (d) => (d.available === undefined ? '—' : fmt.bytes(d.available)) },
         { label: 'In pool', class: 'num', cell: (d) => h('span', { title: 'pool space mapped for the dataset, filesystem metadata included (lz4 saves below this, on the member disks)' }, fmt.bytes(d.allocated || 0)) },
         { label: 'Compression', cell: (d) => d.compression },
         { label: 'Owner', cell: (d) => h('span', { class: 'mono', 'data-testid': 'owner' },
