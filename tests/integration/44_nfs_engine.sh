@@ -3,7 +3,8 @@
 # via build/tools/nfs_serve --engine: the libnfs C test program (every procedure),
 # nfs-cp/nfs-cat with sha256 checks, subdirectory MOUNT, root_squash ownership and
 # permission checks done by the backend, quota, a handle that survives a restart,
-# lz4, and kill -9 (everything written with FILE_SYNC/COMMIT survives).
+# lz4, kill -9 (everything written with FILE_SYNC/COMMIT survives), and malformed RPC
+# traffic.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/integration/lib.sh   # free_port
@@ -88,6 +89,15 @@ stop
 echo "-- quota"
 start $E --root-mode 0777 --quota 30000000
 timeout 60 "$CT" "$URL$ARGS" quota 30000000 || fail "quota test"
+stop
+
+echo "-- malformed RPC traffic, then the duplicate request cache, on an engine dataset"
+start $E --root-mode 0777
+timeout 120 "$B/tools/nfs_malformed" 127.0.0.1 "$NP" "$MP" > "$TMP/mal.log" || { cat "$TMP/mal.log"; fail "malformed cases"; }
+kill -0 "$PID" || fail "server died"
+timeout 20 nfs-cp "$TMP/hello.txt" "$URL/dup.txt$ARGS" > /dev/null || fail "nfs-cp dup.txt"
+timeout 20 "$RPC" 127.0.0.1 "$NP" "$MP" remove-dup /export dup.txt || fail "duplicate REMOVE not answered from the cache"
+[ "$(timeout 20 nfs-cat "$URL/hello.txt$ARGS")" = "hello over nfs" ] || fail "normal client after malformed traffic"
 stop
 
 echo "-- lz4 engine dataset"
