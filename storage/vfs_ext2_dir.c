@@ -14,7 +14,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define DIX_MIN_BYTES (8u * 4096)      /* smaller directories are scanned */
+#define DIX_MIN_BYTES (2u * 4096)      /* smaller directories are scanned */
 #define DIX_MAX_NAMES (1u << 20)       /* all indexes together; LRU directories go */
 
 struct dix_name {
