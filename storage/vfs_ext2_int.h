@@ -100,6 +100,7 @@ int e2_utimens(struct nasd_fsroot *f, int fd, const struct timespec ts[2]);
 /* vfs_ext2_ns.c */
 int e2_check_name(const char *name);        /* for names being created */
 int e2_lookup(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t *ino);
+int e2_ft_of_mode(unsigned mode);            /* EXT2_FT_* of an inode mode */
 
 /* vfs_ext2_dir.c: every change to directory entries goes through these (or forgets
  * the directory's index). */

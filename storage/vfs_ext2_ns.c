@@ -27,7 +27,7 @@ int e2_lookup(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t *ino)
     return e2_dir_lookup(e, dir, name, ino);
 }
 
-static int mode_to_ft(unsigned mode)
+int e2_ft_of_mode(unsigned mode)
 {
     switch (mode & LINUX_S_IFMT) {
     case LINUX_S_IFREG: return EXT2_FT_REG_FILE;
@@ -39,12 +39,6 @@ static int mode_to_ft(unsigned mode)
     case LINUX_S_IFLNK: return EXT2_FT_SYMLINK;
     default: return EXT2_FT_UNKNOWN;
     }
-}
-
-/* Adds name -> ino to dir, growing the directory by a block when it is full. */
-static int link_entry(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft)
-{
-    return e2_dir_add(e, dir, name, ino, ft);
 }
 
 /* The directory changed: mtime/ctime now, links += nlink_delta. */
@@ -188,7 +182,7 @@ static int create_node(struct e2 *e, int dirfd, const char *name, unsigned mode,
     errcode_t err = e2_new_inode(e, dir, (int)mode, &ino);
     if (err) return e2_errno(err);
     init_inode(e, &in, &d, mode);
-    rc = link_entry(e, dir, name, ino, mode_to_ft(mode));
+    rc = e2_dir_add(e, dir, name, ino, e2_ft_of_mode(mode));
     if (rc) return rc;
     e2_inode_alloc(e, ino, +1, is_dir);
     size_t tlen = target ? strlen(target) : 0;
@@ -473,7 +467,7 @@ int e2_link(struct nasd_fsroot *f, int fd, int dirfd, const char *name)
     if (rc != -ENOENT) goto out;
     if ((rc = e2_may_hardlink(&in))) goto out;
     if (in.i_links_count >= E2_LINK_MAX) { rc = -EMLINK; goto out; }
-    if ((rc = link_entry(e, (ext2_ino_t)dirfd, name, (ext2_ino_t)fd, mode_to_ft(in.i_mode)))) goto out;
+    if ((rc = e2_dir_add(e, (ext2_ino_t)dirfd, name, (ext2_ino_t)fd, e2_ft_of_mode(in.i_mode)))) goto out;
     in.i_links_count++;
     e2_touch(&in, false, false, true);
     rc = e2_iput(e, (ext2_ino_t)fd, &in);

@@ -37,20 +37,6 @@ static int set_entry(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t 
     return c.done ? 0 : -EIO;
 }
 
-static int ft_of(unsigned mode)
-{
-    switch (mode & LINUX_S_IFMT) {
-    case LINUX_S_IFREG: return EXT2_FT_REG_FILE;
-    case LINUX_S_IFDIR: return EXT2_FT_DIR;
-    case LINUX_S_IFCHR: return EXT2_FT_CHRDEV;
-    case LINUX_S_IFBLK: return EXT2_FT_BLKDEV;
-    case LINUX_S_IFIFO: return EXT2_FT_FIFO;
-    case LINUX_S_IFSOCK: return EXT2_FT_SOCK;
-    case LINUX_S_IFLNK: return EXT2_FT_SYMLINK;
-    default: return EXT2_FT_UNKNOWN;
-    }
-}
-
 /* -EINVAL when dir is ino or lies below it (a directory cannot move into itself). */
 static int check_not_below(struct e2 *e, ext2_ino_t dir, ext2_ino_t ino)
 {
@@ -119,7 +105,7 @@ int e2_renameat(struct nasd_fsroot *f, int olddirfd, const char *oldname, int ne
         if ((rc = e2_may(&sin, E2_MAY_WRITE))) goto out;   /* its ".." changes */
         if (!dino && nd.i_links_count >= E2_LINK_MAX) { rc = -EMLINK; goto out; }
     }
-    int ft = ft_of(sin.i_mode);
+    int ft = e2_ft_of_mode(sin.i_mode);
 
     /* 1. the new name (the only step that may need space) */
     if (dino) rc = set_entry(e, newdir, newname, sino, ft);
