@@ -6,7 +6,7 @@
 # directory inside the export (and refused escapes).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh   # free_port
+. tests/integration/lib.sh   # free_port, nfs_serve_up/down
 B=${B:-build}
 SERVE=$B/tools/nfs_serve
 CT=$B/tools/nfs_client_test
@@ -34,23 +34,10 @@ ARGS="?nfsport=$NP&mountport=$MP"
 URL="nfs://127.0.0.1/export"
 
 start() {
-    : > "$TMP/out"
-    "$SERVE" --dir "$TMP/exp" --path /export --nfsport "$NP" --mountport "$MP" --portmap "$PP" \
-        --state "$TMP/state" "$@" > "$TMP/out" 2> "$TMP/log" &
-    PID=$!
-    for _ in $(seq 100); do
-        grep -q '^ready' "$TMP/out" && return 0
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.05
-    done
-    fail "nfs_serve did not start ($*)"
+    nfs_serve_up "$TMP" --dir "$TMP/exp" --path /export --nfsport "$NP" --mountport "$MP" --portmap "$PP" \
+        --state "$TMP/state" "$@"
 }
-stop() {
-    kill "$PID" && wait "$PID"
-    local rc=$?
-    PID=
-    [ $rc -eq 0 ] || fail "nfs_serve exited with $rc"
-}
+stop() { nfs_serve_down; }
 
 echo "-- basic operations (C test program) + portmapper"
 start

@@ -6,7 +6,7 @@
 # retransmitted REMOVE gets the cached NFS3_OK, a new xid gets NOENT).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh   # free_port
+. tests/integration/lib.sh   # free_port, nfs_serve_up/down
 B=${B:-build}
 SERVE=$B/tools/nfs_serve
 MAL=$B/tools/nfs_malformed
@@ -25,10 +25,7 @@ fail() { echo "FAIL: $*"; tail -20 "$TMP/log"; exit 1; }
 NP=$(free_port); MP=$(free_port $NP)
 mkdir -p "$TMP/exp"
 echo "still serving" > "$TMP/exp/alive.txt"
-"$SERVE" --dir "$TMP/exp" --path /export --nfsport "$NP" --mountport "$MP" > "$TMP/out" 2> "$TMP/log" &
-PID=$!
-for _ in $(seq 100); do grep -q '^ready' "$TMP/out" && break; sleep 0.05; done
-grep -q '^ready' "$TMP/out" || fail "nfs_serve did not start"
+nfs_serve_up "$TMP" --dir "$TMP/exp" --path /export --nfsport "$NP" --mountport "$MP"
 
 timeout 120 "$MAL" 127.0.0.1 "$NP" "$MP" || fail "malformed cases"
 kill -0 "$PID" || fail "server died"
@@ -37,6 +34,5 @@ timeout 20 "$RPC" 127.0.0.1 "$NP" "$MP" remove-dup /export dup.txt || fail "dupl
 [ ! -e "$TMP/exp/dup.txt" ] || fail "dup.txt still exists"
 out=$(timeout 20 nfs-cat "nfs://127.0.0.1/export/alive.txt?nfsport=$NP&mountport=$MP") || fail "normal client after malformed traffic"
 [ "$out" = "still serving" ] || fail "unexpected content '$out'"
-kill "$PID" && wait "$PID" || fail "nfs_serve did not exit cleanly"
-PID=
+nfs_serve_down
 echo "41_nfs_malformed: ok"

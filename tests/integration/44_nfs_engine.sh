@@ -7,7 +7,7 @@
 # traffic.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh   # free_port
+. tests/integration/lib.sh   # free_port, nfs_serve_up/down
 B=${B:-build}
 SERVE=$B/tools/nfs_serve
 CT=$B/tools/nfs_client_test
@@ -28,23 +28,8 @@ mkdir -p "$TMP/pool" "$TMP/zpool" "$TMP/state"
 ARGS="?nfsport=$NP&mountport=$MP"
 URL="nfs://127.0.0.1/export"
 
-start() {
-    : > "$TMP/out"
-    "$SERVE" --path /export --nfsport "$NP" --mountport "$MP" --state "$TMP/state" "$@" > "$TMP/out" 2> "$TMP/log" &
-    PID=$!
-    for _ in $(seq 200); do
-        grep -q '^ready' "$TMP/out" && return 0
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.05
-    done
-    fail "nfs_serve did not start ($*)"
-}
-stop() {
-    kill "$PID" && wait "$PID"
-    local rc=$?
-    PID=
-    [ $rc -eq 0 ] || fail "nfs_serve exited with $rc"
-}
+start() { nfs_serve_up "$TMP" --path /export --nfsport "$NP" --mountport "$MP" --state "$TMP/state" "$@"; }
+stop() { nfs_serve_down; }
 E="--engine $TMP/pool --engine-size 512000000"
 
 echo "-- basic operations (C test program) on an engine dataset"

@@ -103,3 +103,26 @@ run_iscsi_test_cu() {
   fi
   echo "PASS: $total tests, 0 failed"
 }
+
+# nfs_serve_up DIR ARGS...: starts $SERVE (the nfs_serve harness) with ARGS, stdout in DIR/out
+# and stderr in DIR/log; sets PID; fails unless it reports "ready".
+nfs_serve_up() {
+  local dir=$1; shift
+  : > "$dir/out"
+  "$SERVE" "$@" > "$dir/out" 2> "$dir/log" &
+  PID=$!
+  for _ in $(seq 200); do
+    grep -q '^ready' "$dir/out" && return 0
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  fail "nfs_serve did not start ($*)"
+}
+
+# nfs_serve_down: stops it with SIGTERM; it must exit cleanly.
+nfs_serve_down() {
+  kill "$PID" && wait "$PID"
+  local rc=$?
+  PID=
+  [ $rc -eq 0 ] || fail "nfs_serve exited with $rc"
+}
