@@ -435,16 +435,21 @@ static int64_t usage_scan(ext2_filsys fs)
     return sum;
 }
 
+static void stop_committer(struct e2 *e)
+{
+    if (!e->have_thread) return;
+    pthread_mutex_lock(&e->mu);
+    e->stop = true;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->committer, NULL);
+    e->have_thread = false;
+}
+
 static void e2_destroy(struct nasd_fsroot *f)
 {
     struct e2 *e = E2(f);
-    if (e->have_thread) {
-        pthread_mutex_lock(&e->mu);
-        e->stop = true;
-        pthread_cond_signal(&e->cv);
-        pthread_mutex_unlock(&e->mu);
-        pthread_join(e->committer, NULL);
-    }
+    stop_committer(e);
     pthread_mutex_lock(&e->mu);
     if (e->dirty) e2_commit_locked(e);
     errcode_t err = ext2fs_close_free(&e->fs);
@@ -594,13 +599,7 @@ void nasd_ext2_set_commit_interval(struct nasd_fsroot *f, int ms)
 void nasd_ext2_abandon(struct nasd_fsroot *f)
 {
     struct e2 *e = E2(f);
-    if (e->have_thread) {
-        pthread_mutex_lock(&e->mu);
-        e->stop = true;
-        pthread_cond_signal(&e->cv);
-        pthread_mutex_unlock(&e->mu);
-        pthread_join(e->committer, NULL);
-    }
+    stop_committer(e);
     txb_abandon(e->txb);   /* forgets the io name: nothing below can reach the device */
     e->fs->flags &= ~(EXT2_FLAG_DIRTY | EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY);
     e->fs->flags &= ~EXT2_FLAG_RW;
