@@ -40,6 +40,7 @@ int vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_o
     struct vp_rec r = { .type = VP_REC_ALLOC, .a32 = v->id, .a = au, .b = vext };
     vp_pend_add(p, &r);
     __atomic_store_n(&v->map[vext], (uint32_t)au + 1, __ATOMIC_RELEASE);
+    v->mapped++;
     pthread_mutex_unlock(&p->alloc_lock);
     *au_out = (uint32_t)au;
     return 0;
@@ -54,6 +55,7 @@ void vp_free_au(struct vpool *p, uint64_t au)
     struct vp_vol *v = p->vols[o.vol_id - 1];   /* NULL while its volume is destroyed */
     if (v && o.vol_ext < v->map_len && v->map[o.vol_ext] == au + 1) {
         __atomic_store_n(&v->map[o.vol_ext], 0, __ATOMIC_RELEASE);
+        v->mapped--;
         if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc++;   /* unmapped: reserved again */
     }
     vp_au_set(p, au, 0, 0);
@@ -83,6 +85,7 @@ int vp_rebuild_vol_maps(struct vpool *p)
         free(v->map);
         v->map_len = (v->size + VP_AU_BYTES - 1) / VP_AU_BYTES;
         v->map = calloc(v->map_len ? v->map_len : 1, sizeof *v->map);
+        v->mapped = 0;
         if (!v->map) return -ENOMEM;
     }
     p->au_used = 0;
@@ -94,6 +97,7 @@ int vp_rebuild_vol_maps(struct vpool *p)
         if (o.vol_ext >= v->map_len) { drop_au(p, au, "beyond the volume end"); continue; }
         if (v->map[o.vol_ext]) { drop_au(p, au, "extent mapped twice"); continue; }
         v->map[o.vol_ext] = (uint32_t)au + 1;
+        v->mapped++;
         p->au_used++;
     }
     p->thick_unalloc = 0;
@@ -102,13 +106,6 @@ int vp_rebuild_vol_maps(struct vpool *p)
         if (v && !(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc += v->map_len - vp_vol_mapped(v);
     }
     return 0;
-}
-
-uint64_t vp_vol_mapped(const struct vp_vol *v)
-{
-    uint64_t n = 0;
-    for (uint64_t i = 0; i < v->map_len; i++) n += v->map[i] != 0;
-    return n;
 }
 
 uint64_t vp_vol_avail(struct vpool *p, struct vp_vol *v)

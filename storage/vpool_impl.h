@@ -71,6 +71,7 @@ struct vp_vol {
      * volume is freed so a racing reader never touches freed memory. */
     uint32_t *map;
     uint64_t map_len;
+    uint64_t mapped;              /* entries of map that are set (alloc_lock) */
     struct vp_oldmap { struct vp_oldmap *next; uint32_t *map; } *old_maps;
     atomic_int open_count;
     pthread_mutex_t bdev_lock;    /* open bdevs list, for live size updates */
@@ -269,7 +270,7 @@ void vp_flusher_kick(struct vpool *p);
 
 /* ---- allocation (vpool_alloc.c) ---- */
 int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);
-uint64_t vp_vol_mapped(const struct vp_vol *v);             /* AUs mapped (alloc_lock or exclusive) */
+static inline uint64_t vp_vol_mapped(const struct vp_vol *v) { return v->mapped; } /* alloc_lock */
 uint64_t vp_vol_avail(struct vpool *p, struct vp_vol *v);   /* bytes it could still allocate */
 void vp_free_au(struct vpool *p, uint64_t au);  /* commit_lock held; zeroes checksums, journals FREE */
 int  vp_rebuild_vol_maps(struct vpool *p);
