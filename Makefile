@@ -12,7 +12,8 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 # COMPONENTS can be narrowed while one part is developed alone (with its own B=build-x).
 COMPONENTS ?= nasd api storage db iscsi nfs selftest
 EXCLUDE ?=
-LIB_SRCS := $(filter-out nasd/main.c $(EXCLUDE),$(wildcard $(addsuffix /*.c,$(COMPONENTS))))
+# A component's subsystems (storage/pool, storage/fs, ...) are its subfolders.
+LIB_SRCS := $(filter-out nasd/main.c $(EXCLUDE),$(wildcard $(addsuffix /*.c,$(COMPONENTS)) $(addsuffix /*/*.c,$(COMPONENTS))))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 TOOL_BINS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(wildcard tests/tools/*.c))

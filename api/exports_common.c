@@ -1,3 +1,4 @@
+/* Shared steps of the iSCSI and NFS export handlers: commit a DB change and apply it to the running services. */
 #include "api/exports_common.h"
 #include "nasd/log.h"
 #include <stdio.h>

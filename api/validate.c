@@ -1,3 +1,4 @@
+/* Field validators for REST input (names, sizes, IQNs, paths, CHAP); 0 or -1 with a reason. */
 #include "api/validate.h"
 #include <ctype.h>
 #include <math.h>

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "nasd/log.h"
-#include "storage/vpool.h"
+#include "storage/pool/vpool.h"
 
 #define NM 4
 #define CHUNK (64u << 10)

@@ -1,3 +1,4 @@
+/* Configuration file (key = value) and command-line flags into struct nasd_config. */
 #include "nasd/config.h"
 #include "nasd/log.h"
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* Levelled logging to stderr/file. */
 #include "nasd/log.h"
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* host:port parsing shared by the REST listener and the iSCSI portal. */
 #include "nasd/net.h"
 #include <netdb.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* Per-export I/O counters and latency histograms (lock-free, read by the monitor). */
 #include "nasd/stats.h"
 #include <stdlib.h>
 #include <time.h>

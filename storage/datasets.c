@@ -1,5 +1,5 @@
 /* Datasets: each one is an ext2 filesystem inside a thin pool volume named ".<name>"
- * (storage/vfs_ext2*.c), so its blocks come from the pool, are checksummed, cached,
+ * (storage/fs/vfs_ext2*.c), so its blocks come from the pool, are checksummed, cached,
  * compressed (lz4) and made redundant by the engine like any volume's.
  * Directory datasets under <state>/pools/<pool>/datasets/ made by older versions
  * are still opened (with the posix backend) but never created any more. */

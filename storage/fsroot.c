@@ -1,5 +1,5 @@
 /* Dataset roots for NFS with nasd-tracked quota. nasd_fsroot_open makes a posix
- * one (a host directory, storage/vfs_posix.c); engine datasets come from
+ * one (a host directory, storage/host/vfs_posix.c); engine datasets come from
  * nasd_fsroot_open_ext2. The last put hands the root to its backend's destroy. */
 #define _GNU_SOURCE
 #include "storage/fsroot.h"

@@ -32,7 +32,7 @@ int nasd_fsroot_charge(struct nasd_fsroot *f, int64_t delta);
 static inline int64_t nasd_fsroot_usage_of(uint64_t size) { return (int64_t)((size + 4095) & ~4095ull); }
 
 /* Engine datasets: an ext2 filesystem (libext2fs) inside a pool volume, with a
- * redo journal at the end of the volume (storage/vfs_ext2*.c, storage/txblock.c).
+ * redo journal at the end of the volume (storage/fs/vfs_ext2*.c, storage/fs/txblock.c).
  * format writes a fresh empty filesystem over the whole bdev. */
 int nasd_ext2_format(nasd_bdev *b, const char *label);
 /* Takes its own reference on b. Replays the journal, computes usage for quota. */

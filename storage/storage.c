@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include "storage/storage_impl.h"
 #include "nasd/log.h"
-#include "storage/vpool.h"
+#include "storage/pool/vpool.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

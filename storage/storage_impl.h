@@ -3,7 +3,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include "storage/storage.h"
-#include "storage/vpool.h"
+#include "storage/pool/vpool.h"
 
 #define VP_LIST_MAX 256 /* more than the engine's volume table holds */
 

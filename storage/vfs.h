@@ -1,8 +1,8 @@
 #pragma once
 /* The narrow file backend the NFS server uses: syscall-shaped operations on a
  * dataset (struct nasd_fsroot). Two backends implement it:
- *   - posix  (storage/vfs_posix.c): a directory tree on the host, plain *at() syscalls;
- *   - engine (storage/vfs_ext2*.c): an ext2 filesystem kept with libext2fs inside a
+ *   - posix  (storage/host/vfs_posix.c): a directory tree on the host, plain *at() syscalls;
+ *   - engine (storage/fs/vfs_ext2*.c): an ext2 filesystem kept with libext2fs inside a
  *     thin volume of the pool engine, so datasets allocate space from the pool.
  *
  * Objects are named by small non-negative ints ("fds"). fs->root_fd is the root.

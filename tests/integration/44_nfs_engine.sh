@@ -1,5 +1,5 @@
 #!/bin/bash
-# The NFSv3 service over an engine dataset (ext2 in a pool volume, storage/vfs_ext2*.c)
+# The NFSv3 service over an engine dataset (ext2 in a pool volume, storage/fs/vfs_ext2*.c)
 # via build/tools/nfs_serve --engine: the libnfs C test program (every procedure),
 # nfs-cp/nfs-cat with sha256 checks, subdirectory MOUNT, root_squash ownership and
 # permission checks done by the backend, quota, a handle that survives a restart,

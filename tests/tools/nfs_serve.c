@@ -11,7 +11,7 @@
  * only 10.0.0.0/8 allowed -> as configured; SIGUSR2 removes the export. */
 #include "nasd/log.h"
 #include "nfs/nfs.h"
-#include "storage/vpool.h"
+#include "storage/pool/vpool.h"
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>

@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "nasd/log.h"
-#include "storage/vpool.h"
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool.h"
+#include "storage/pool/vpool_impl.h"
 
 #define BLK 4096
 #define MAGIC 0x4b4c425453455456ull

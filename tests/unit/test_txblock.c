@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "nasd/log.h"
-#include "storage/txblock.h"
-#include "storage/vpool.h"
+#include "storage/fs/txblock.h"
+#include "storage/pool/vpool.h"
 #include "tests/unit/test_vpool_util.h"
 
 #define DEV_SIZE (64ull << 20)

@@ -6,7 +6,7 @@
 #include "tests/unit/vfs_ext2_test_util.h"
 #include <pthread.h>
 #include <signal.h>
-#include "storage/vpool.h"
+#include "storage/pool/vpool.h"
 #include "nasd/log.h"
 
 

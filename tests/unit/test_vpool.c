@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "nasd/log.h"
-#include "storage/vpool.h"
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool.h"
+#include "storage/pool/vpool_impl.h"
 #include "tests/unit/test_vpool_util.h"
 #include <xxhash.h>
 

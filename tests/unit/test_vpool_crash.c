@@ -1,4 +1,4 @@
-/* Simulated power loss (storage/vpool_sim.c): writers log acknowledged writes, then
+/* Simulated power loss (storage/pool/vpool_sim.c): writers log acknowledged writes, then
  * the "machine dies" at a random moment and every member block written since its
  * last sync randomly keeps its new or its old content. The pool must import, every
  * acknowledged write must be there, and raidz1/mirror must also read everything back
@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <xxhash.h>
 #include "nasd/log.h"
-#include "storage/vpool.h"
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool.h"
+#include "storage/pool/vpool_impl.h"
 #include "tests/unit/test_vpool_util.h"
 
 #define NSLOT 4096           /* 16 MiB volume of 4 KiB slots */

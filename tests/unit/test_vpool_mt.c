@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include "nasd/log.h"
-#include "storage/vpool.h"
+#include "storage/pool/vpool.h"
 #include "tests/unit/test_vpool_util.h"
 
 #define NT 4

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "storage/vpool.h"
+#include "storage/pool/vpool.h"
 
 #define MEMBER_SIZE (64ull << 20)
 

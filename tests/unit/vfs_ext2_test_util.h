@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "storage/fsroot.h"
-#include "storage/vfs_ext2_int.h"
+#include "storage/fs/vfs_ext2_int.h"
 
 #define DEV_SIZE (512ull << 20)
 

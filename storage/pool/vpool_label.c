@@ -1,5 +1,5 @@
 /* Pool labels, geometry and member I/O with error accounting. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include "nasd/log.h"
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * handles). Every operation reads the directory inode afresh after changing entries:
  * ext2fs_link/expand_dir write the directory inode themselves. */
 #define _GNU_SOURCE
-#include "storage/vfs_ext2_int.h"
+#include "storage/fs/vfs_ext2_int.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

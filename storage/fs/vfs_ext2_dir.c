@@ -8,7 +8,7 @@
  *    to a directory's blocks must call e2_dir_forget;
  *  - adding a name tries the last block first, then the full-scan link (which reuses
  *    holes left by removals), and grows the directory only when both fail. */
-#include "storage/vfs_ext2_int.h"
+#include "storage/fs/vfs_ext2_int.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

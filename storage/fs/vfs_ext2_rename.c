@@ -2,7 +2,7 @@
  * lack of space (adding the new entry, which may grow the directory) runs first; the
  * rest rewrites entries in place, so a failed rename leaves the tree as it was. */
 #define _GNU_SOURCE
-#include "storage/vfs_ext2_int.h"
+#include "storage/fs/vfs_ext2_int.h"
 #include <errno.h>
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * newest or its last synced content, chosen at random - what a disk with a volatile
  * write cache may do on power loss. Crash-ordering bugs then show up as lost or
  * torn acknowledged data, which a kill -9 (page cache survives) cannot reveal. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>

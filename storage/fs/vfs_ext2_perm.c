@@ -4,7 +4,7 @@
  * gets the owner, group or other bits. Also the attribute changes whose rules are all about
  * permissions: chown, chmod, utimens. */
 #define _GNU_SOURCE
-#include "storage/vfs_ext2_int.h"
+#include "storage/fs/vfs_ext2_int.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>

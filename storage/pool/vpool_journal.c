@@ -5,7 +5,7 @@
  * checksums. In-place data is made durable by the next checkpoint. Import replays
  * the batches newer than the last checkpoint, in order; every record is an absolute
  * "set", so replaying over partly checkpointed metadata converges to the same state. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include "nasd/log.h"
 #include <stdlib.h>
 #include <string.h>

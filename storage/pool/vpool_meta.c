@@ -3,7 +3,7 @@
  * (copy A, fdatasync, copy B, fdatasync). Between checkpoints the journal holds every
  * change, so a page torn by a crash is always recoverable from the other copy plus
  * journal replay. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include "nasd/log.h"
 #include <stdlib.h>
 #include <string.h>

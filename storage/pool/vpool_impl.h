@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/uio.h>
-#include "storage/vpool.h"
+#include "storage/pool/vpool.h"
 
 #define VP_SECTOR      4096u
 #define VP_CHUNK_SECT  16u

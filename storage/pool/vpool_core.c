@@ -1,5 +1,5 @@
 /* Pool lifecycle: create, import, close, destroy, status, member management. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include "nasd/log.h"
 #include <fcntl.h>
 #include <linux/fs.h>

@@ -6,7 +6,7 @@
  * allocation callbacks in vfs_ext2.c). readdir drops the lock between directory blocks and
  * never calls back with it held, so a callback may use the other ops. */
 #define _GNU_SOURCE
-#include "storage/vfs_ext2_int.h"
+#include "storage/fs/vfs_ext2_int.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>

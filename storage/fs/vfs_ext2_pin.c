@@ -5,7 +5,7 @@
  * handle hitting the cache) would reach the new file. So while an fd is open, its inode
  * number is not reused: the deleted object stays -ESTALE until the fd is closed. */
 #define _GNU_SOURCE
-#include "storage/vfs_ext2_int.h"
+#include "storage/fs/vfs_ext2_int.h"
 #include <errno.h>
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 #pragma once
-/* Internals of the engine dataset backend (storage/vfs_ext2*.c): an ext2 filesystem
- * kept with libext2fs inside a txblock (storage/txblock.h) over a pool volume.
+/* Internals of the engine dataset backend (storage/fs/vfs_ext2*.c): an ext2 filesystem
+ * kept with libext2fs inside a txblock (storage/fs/txblock.h) over a pool volume.
  *
  * Objects are named by their inode number (fd == ino). One mutex per filesystem
  * serializes every operation (libext2fs is not thread-safe); commits happen only
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <ext2fs/ext2fs.h>
 #include "storage/fsroot.h"
-#include "storage/txblock.h"
+#include "storage/fs/txblock.h"
 
 #define E2_FH_TYPE 0x4558          /* "EX" */
 #define E2_FH_LEN 8                /* ino u32 + i_generation u32 */

@@ -11,7 +11,7 @@
  * Discards live in the transaction, so a crash cannot leak the space they free, and
  * nothing older than the newest transaction is ever replayed over a discarded range. */
 #define _GNU_SOURCE
-#include "storage/txblock.h"
+#include "storage/fs/txblock.h"
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>

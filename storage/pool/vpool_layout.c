@@ -3,7 +3,7 @@
  * degraded), row rebuild for resilver and row verification for scrub.
  * Everything that writes in place holds the row lock; the read fast path takes no
  * lock and falls back to the locked path on a checksum mismatch. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include "nasd/log.h"
 #include <isa-l.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* libext2fs io_manager over a txb. Channels are found by name ("txb:<id>") in a small
  * registry, so a stale or forged name fails cleanly instead of dereferencing a pointer.
  * io_channel flush = txb_commit: every ext2fs_flush()/ext2fs_close() is one atomic commit. */
-#include "storage/txblock.h"
+#include "storage/fs/txblock.h"
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * write-back cache (dirty, per 4 KiB pool sector) and become durable on flush, on a
  * FUA write, or when the dirty limit forces a commit. Reads check the cache first,
  * then read and verify exactly the sectors they need. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include "nasd/log.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* RAM cache of 4 KiB logical sectors keyed by pool sector: clean entries form an LRU
  * read cache, dirty entries are the write-back buffer (never evicted until a commit
  * marks them clean). Sharded so concurrent I/O threads rarely share a lock. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -1,7 +1,7 @@
 /* Background work: scrub (verify + repair every live row) and resilver (rebuild the
  * chunks of members being resilvered, either every live row or only the rows of
  * allocation units written while the member was offline). One thread at a time. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include "nasd/log.h"
 #include <string.h>
 #include <time.h>

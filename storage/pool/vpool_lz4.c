@@ -4,7 +4,7 @@
  * one carries VP_CSUM_MARK. On sparse member files the unused sectors stay holes, so
  * the space saving is real on disk; an all-zero chunk stores nothing at all. Chunks
  * that do not compress are stored raw. The cache always holds logical data. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include <lz4.h>
 #include <stdlib.h>
 #include <string.h>

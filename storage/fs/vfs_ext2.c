@@ -1,6 +1,6 @@
 /* Engine dataset backend, core: format, open, locking, commits, inode helpers.
  *
- * A dataset is an ext2 filesystem (libext2fs) inside a txblock (storage/txblock.h) over a
+ * A dataset is an ext2 filesystem (libext2fs) inside a txblock (storage/fs/txblock.h) over a
  * thin pool volume. fd == inode number; every op runs under the filesystem's mutex; the
  * in-memory superblock, group descriptors and bitmaps are written and the txblock committed
  * only between ops, so every committed state is a consistent filesystem.
@@ -12,7 +12,7 @@
  * record which groups changed and e2_commit_locked() writes only those, then lets
  * ext2fs_flush2() write the superblock and descriptor table (primary copies only). */
 #define _GNU_SOURCE
-#include "storage/vfs_ext2_int.h"
+#include "storage/fs/vfs_ext2_int.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 /* Allocation of 1 MiB units (AU) to volumes: thin, on first write. The AU owner table
  * (au[]: volume id + volume AU index) is the persistent truth; volume maps are
  * rebuilt from it at import. */
-#include "storage/vpool_impl.h"
+#include "storage/pool/vpool_impl.h"
 #include "nasd/log.h"
 #include <stdlib.h>
 #include <string.h>
