@@ -10,7 +10,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 # Every .c under these folders goes into libnasd.a; nasd/main.c is the daemon entry.
 # COMPONENTS can be narrowed while one part is developed alone (with its own B=build-x).
-COMPONENTS ?= nasd api storage db iscsi nfs selftest
+COMPONENTS ?= util nasd api storage db iscsi nfs selftest
 EXCLUDE ?=
 # A component's subsystems (storage/pool, storage/fs, ...) are its subfolders.
 LIB_SRCS := $(filter-out nasd/main.c $(EXCLUDE),$(wildcard $(addsuffix /*.c,$(COMPONENTS)) $(addsuffix /*/*.c,$(COMPONENTS))))

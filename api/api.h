@@ -2,7 +2,7 @@
 /* REST API: routing, replies, and the resource handlers under /api/v1/. */
 #include <jansson.h>
 #include <stdint.h>
-#include "nasd/appliance.h"
+#include "nasd/appliance/appliance.h"
 
 struct api_call {
     struct appliance *app;

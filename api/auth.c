@@ -1,7 +1,7 @@
 /* API tokens and /api/v1/tokens. */
 #include "api/auth.h"
 #include "api/api.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <string.h>

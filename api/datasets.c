@@ -1,7 +1,7 @@
 /* /api/v1/datasets — filesystems in a pool with a quota and optional lz4, exported over NFS. */
 #define _GNU_SOURCE
 #include "api/api.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

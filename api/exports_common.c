@@ -1,6 +1,6 @@
 /* Shared steps of the iSCSI and NFS export handlers: commit a DB change and apply it to the running services. */
 #include "api/exports_common.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdio.h>
 
 int export_commit_apply(struct appliance *a, enum export_type t, int64_t id, int existed, struct api_reply *r)

@@ -3,7 +3,7 @@
 #include "api/monitoring.h"
 #include "api/validate.h"
 #include "iscsi/iscsi.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 #include "api/exports_common.h"
 #include "api/monitoring.h"
 #include "api/validate.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include "nfs/nfs.h"
 #include <stdio.h>
 #include <string.h>

@@ -2,8 +2,8 @@
 #define _GNU_SOURCE
 #include "api/api.h"
 #include "api/auth.h"
-#include "nasd/log.h"
-#include "nasd/net.h"
+#include "util/log.h"
+#include "util/net.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

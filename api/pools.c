@@ -1,7 +1,7 @@
 /* /api/v1/pools */
 #include "api/api.h"
 #include "api/validate.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* GET /api/v1/stats, /api/v1/stats/history and the Prometheus /metrics text. */
 #define _GNU_SOURCE
 #include "api/monitoring.h"
-#include "nasd/monitor.h"
+#include "nasd/appliance/monitor.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* /api/v1/system — appliance info; /api/v1/system/settings — runtime settings. */
 #include "api/api.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

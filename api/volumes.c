@@ -1,6 +1,6 @@
 /* /api/v1/volumes — block devices, exported over iSCSI. */
 #include "api/api.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

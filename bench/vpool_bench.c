@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "nasd/log.h"
+#include "util/log.h"
 #include "storage/pool/vpool.h"
 
 #define NM 4

@@ -1,7 +1,7 @@
 /* Schema migrations: each entry moves the schema from version i to i+1. Never edit
  * a released entry; append a new one. */
 #include "db/db.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdio.h>
 
 static const char *migrations[] = {

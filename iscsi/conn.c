@@ -3,7 +3,7 @@
  * task.c. Everything here runs on the connection's network thread. */
 #define _GNU_SOURCE
 #include "iscsi/iscsi_int.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

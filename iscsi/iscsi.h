@@ -3,7 +3,7 @@
  * only through these calls; storage is reached only through nasd_bdev. */
 #include <stddef.h>
 #include <stdint.h>
-#include "nasd/stats.h"
+#include "util/stats.h"
 #include "storage/bdev.h"
 
 #define ISCSI_MAX_LUNS 64

@@ -3,7 +3,7 @@
  * (SendTargets) in full feature phase. */
 #define _GNU_SOURCE
 #include "iscsi/iscsi_int.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

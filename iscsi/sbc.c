@@ -1,7 +1,7 @@
 /* SCSI dispatch and SBC-3 block commands: CDB decoding, range checks, data movement. */
 #include "iscsi/scsi.h"
 #include "iscsi/pdu.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "nasd/stats.h"
+#include "util/stats.h"
 #include "storage/bdev.h"
 
 #define SCSI_MAX_XFER (8u << 20)      /* largest data transfer of one command */

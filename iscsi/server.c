@@ -2,8 +2,8 @@
  * connections), backend worker pool, and the live target registry. */
 #define _GNU_SOURCE
 #include "iscsi/iscsi_int.h"
-#include "nasd/net.h"
-#include "nasd/log.h"
+#include "util/net.h"
+#include "util/log.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>

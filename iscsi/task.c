@@ -2,7 +2,7 @@
  * -> execute inline or on a worker -> Data-In with phase-collapsed status or a SCSI
  * Response. Also task management. Runs on the connection's network thread. */
 #include "iscsi/iscsi_int.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* Demo appliance: a raidz1 pool of four 1 GiB sparse files on an empty DB. */
 #include "api/api.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

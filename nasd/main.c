@@ -2,10 +2,10 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/monitoring.h"
-#include "nasd/appliance.h"
-#include "nasd/config.h"
-#include "nasd/log.h"
-#include "nasd/monitor.h"
+#include "nasd/appliance/appliance.h"
+#include "nasd/appliance/config.h"
+#include "util/log.h"
+#include "nasd/appliance/monitor.h"
 #include "selftest/selftest.h"
 #include <getopt.h>
 #include <signal.h>

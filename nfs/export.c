@@ -2,7 +2,7 @@
  * per-export cache of open fds resolved from file handles. */
 #define _GNU_SOURCE
 #include "nfs/internal.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

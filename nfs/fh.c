@@ -1,7 +1,7 @@
 /* File handle encoding, MAC verification and the persisted MAC secret. */
 #define _GNU_SOURCE
 #include "nfs/fh.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

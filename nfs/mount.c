@@ -2,7 +2,7 @@
  * GETADDR from v3/v4 for clients that prefer it). */
 #define _GNU_SOURCE
 #include "nfs/internal.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * through struct nasd_fsroot. */
 #include <stddef.h>
 #include <stdint.h>
-#include "nasd/stats.h"
+#include "util/stats.h"
 #include "storage/fsroot.h"
 
 #define NFS_MAX_CLIENT_NETS 32

@@ -2,7 +2,7 @@
  * sattr3 decoding/application, errno mapping. */
 #define _GNU_SOURCE
 #include "nfs/nfs3.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * lock), so many calls per connection are in flight at once. */
 #define _GNU_SOURCE
 #include "nfs/internal.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -4,6 +4,8 @@
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0; failed=()
 if [ -z "$INTEGRATION_ONLY" ]; then
+  echo "== layout"   # folder include cycles, header comments
+  if scripts/check-layout.sh; then pass=$((pass+1)); else fail=$((fail+1)); failed+=(layout); fi
   for t in "$@"; do
     echo "== unit $(basename "$t")"
     if timeout 300 "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi

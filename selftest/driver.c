@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include "selftest/engine.h"
 #include "selftest/integrity.h"
-#include "nasd/stats.h"
+#include "util/stats.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

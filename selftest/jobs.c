@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include "selftest/engine.h"
 #include "iscsi/iscsi.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include "nfs/nfs.h"
 #include <errno.h>
 #include <stdio.h>

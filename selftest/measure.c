@@ -1,6 +1,6 @@
 /* Self-test measurement: op accounting, per-second timeline, progress. */
 #include "selftest/engine.h"
-#include "nasd/stats.h"
+#include "util/stats.h"
 #include <stdarg.h>
 #include <stdio.h>
 

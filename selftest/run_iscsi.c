@@ -2,7 +2,7 @@
  * async READ/WRITE at the job's queue depth; the block driver decides what to issue. */
 #define _GNU_SOURCE
 #include "selftest/engine.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <selftest/libiscsi.h>
 #include <errno.h>
 #include <poll.h>

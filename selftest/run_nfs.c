@@ -5,8 +5,8 @@
  * data file in it; the metadata pattern creates/stats/removes files in it. */
 #define _GNU_SOURCE
 #include "selftest/engine.h"
-#include "nasd/log.h"
-#include "nasd/stats.h"
+#include "util/log.h"
+#include "util/stats.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "db/db.h"
-#include "nasd/appliance.h"
+#include "nasd/appliance/appliance.h"
 
 enum st_pattern { ST_4K_RANDREAD = 0, ST_512_SEQREAD, ST_4K_RANDWRITE, ST_METADATA, ST_PATTERNS };
 

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include "nasd/log.h"
+#include "util/log.h"
 
 #define TXB_SUPER_MAGIC 0x3142585444534e41ull   /* "ANSDTXB1" */
 #define TXB_DESC_MAGIC  0x4353454442585458ull   /* "XTXBDESC" */

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#include "nasd/log.h"
+#include "util/log.h"
 
 /* ---------- errors, times, ids ---------- */
 

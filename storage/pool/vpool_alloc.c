@@ -2,7 +2,7 @@
  * (au[]: volume id + volume AU index) is the persistent truth; volume maps are
  * rebuilt from it at import. */
 #include "storage/pool/vpool_impl.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* Pool lifecycle: create, import, close, destroy, status, member management. */
 #include "storage/pool/vpool_impl.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * the batches newer than the last checkpoint, in order; every record is an absolute
  * "set", so replaying over partly checkpointed metadata converges to the same state. */
 #include "storage/pool/vpool_impl.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 /* Pool labels, geometry and member I/O with error accounting. */
 #include "storage/pool/vpool_impl.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * Everything that writes in place holds the row lock; the read fast path takes no
  * lock and falls back to the locked path on a checksum mismatch. */
 #include "storage/pool/vpool_impl.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <isa-l.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * change, so a page torn by a crash is always recoverable from the other copy plus
  * journal replay. */
 #include "storage/pool/vpool_impl.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

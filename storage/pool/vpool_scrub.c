@@ -2,7 +2,7 @@
  * chunks of members being resilvered, either every live row or only the rows of
  * allocation units written while the member was offline). One thread at a time. */
 #include "storage/pool/vpool_impl.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <string.h>
 #include <time.h>
 

@@ -3,7 +3,7 @@
  * FUA write, or when the dirty limit forces a commit. Reads check the cache first,
  * then read and verify exactly the sectors they need. */
 #include "storage/pool/vpool_impl.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

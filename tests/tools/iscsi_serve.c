@@ -2,7 +2,7 @@
  * CHAP) with the built-in iSCSI target until SIGTERM/SIGINT. Prints "ready PORT".
  * SIGUSR1 removes the target while running, SIGUSR2 adds it again. */
 #include "iscsi/iscsi.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>

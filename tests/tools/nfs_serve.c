@@ -9,7 +9,7 @@
  * Prints "ready <nfsport> <mountport>" once serving; runs until SIGTERM/SIGINT.
  * Live reconfiguration for tests: SIGUSR1 cycles the export through read-only ->
  * only 10.0.0.0/8 allowed -> as configured; SIGUSR2 removes the export. */
-#include "nasd/log.h"
+#include "util/log.h"
 #include "nfs/nfs.h"
 #include "storage/pool/vpool.h"
 #include <errno.h>

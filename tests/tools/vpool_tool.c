@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include "nasd/log.h"
+#include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "storage/pool/vpool_impl.h"
 

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "nasd/appliance.h"
-#include "nasd/monitor.h"
+#include "nasd/appliance/appliance.h"
+#include "nasd/appliance/monitor.h"
 
 START_TEST(rates_from_deltas)
 {

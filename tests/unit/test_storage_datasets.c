@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "storage/storage.h"
+#include "storage/manager/storage.h"
 
 static char dir[256];
 

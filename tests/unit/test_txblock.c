@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "nasd/log.h"
+#include "util/log.h"
 #include "storage/fs/txblock.h"
 #include "storage/pool/vpool.h"
 #include "tests/unit/test_vpool_util.h"

@@ -6,7 +6,7 @@
 #define _GNU_SOURCE
 #include "tests/unit/vfs_ext2_test_util.h"
 #include <sys/sysmacros.h>
-#include "nasd/log.h"
+#include "util/log.h"
 
 
 START_TEST(format_and_open)

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include "storage/pool/vpool.h"
-#include "nasd/log.h"
+#include "util/log.h"
 
 
 /* A bdev without unmap over a file full of garbage: format must zero what it relies on. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "nasd/log.h"
+#include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "storage/pool/vpool_impl.h"
 #include "tests/unit/test_vpool_util.h"

@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <xxhash.h>
-#include "nasd/log.h"
+#include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "storage/pool/vpool_impl.h"
 #include "tests/unit/test_vpool_util.h"

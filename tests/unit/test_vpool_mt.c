@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include "nasd/log.h"
+#include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "tests/unit/test_vpool_util.h"
 

@@ -1,5 +1,5 @@
 /* Per-export I/O counters and latency histograms (lock-free, read by the monitor). */
-#include "nasd/stats.h"
+#include "util/stats.h"
 #include <stdlib.h>
 #include <time.h>
 

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <time.h>
 #include "db/db.h"
-#include "nasd/config.h"
-#include "nasd/stats.h"
-#include "storage/storage.h"
+#include "nasd/appliance/config.h"
+#include "util/stats.h"
+#include "storage/manager/storage.h"
 
 struct iscsi_server;
 struct nfs_server;

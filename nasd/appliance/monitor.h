@@ -5,7 +5,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include "db/db.h"
-#include "nasd/stats.h"
+#include "util/stats.h"
 
 struct appliance;
 
@@ -52,7 +52,7 @@ void mon_ring_push(struct mon_ring *r, const struct mon_sample *s);
 /* i-th sample, oldest first (0 <= i < r->n). */
 const struct mon_sample *mon_ring_at(const struct mon_ring *r, int i);
 
-/* --- persistence (nasd/monitor_db.c) --- */
+/* --- persistence (nasd/appliance/monitor_db.c) --- */
 int mon_db_save(nasd_db *db, const char *type, int64_t id, const struct mon_sample *s);
 /* Loads minute samples with t >= since, oldest first, into r. Returns the count. */
 int mon_db_load(nasd_db *db, const char *type, int64_t id, int64_t since, struct mon_ring *r);

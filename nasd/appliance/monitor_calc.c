@@ -1,5 +1,5 @@
 /* Pure monitor arithmetic: counter snapshots, deltas, rates, percentiles, rings. */
-#include "nasd/monitor.h"
+#include "nasd/appliance/monitor.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* Minute samples in SQLite (table stats_minute, schema migration 2). */
-#include "nasd/monitor.h"
+#include "nasd/appliance/monitor.h"
 
 int mon_db_save(nasd_db *db, const char *type, int64_t id, const struct mon_sample *s)
 {

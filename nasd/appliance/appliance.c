@@ -1,8 +1,8 @@
 /* Runtime glue between the configuration DB, the storage manager and the services. */
 #define _GNU_SOURCE
-#include "nasd/appliance.h"
+#include "nasd/appliance/appliance.h"
 #include "iscsi/iscsi.h"
-#include "nasd/log.h"
+#include "util/log.h"
 #include "nfs/nfs.h"
 #include <errno.h>
 #include <stdio.h>

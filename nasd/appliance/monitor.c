@@ -1,8 +1,8 @@
 /* The export monitor: 1 Hz sampler thread, per-export rings, REST JSON views. */
 #define _GNU_SOURCE
-#include "nasd/monitor.h"
-#include "nasd/appliance.h"
-#include "nasd/log.h"
+#include "nasd/appliance/monitor.h"
+#include "nasd/appliance/appliance.h"
+#include "util/log.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* Storage manager: each pool is a vpool over its member disks; volumes live in the
  * pool; datasets are directories under <state>/pools/<name>/datasets/. */
 #define _GNU_SOURCE
-#include "storage/storage_impl.h"
-#include "nasd/log.h"
+#include "storage/manager/storage_impl.h"
+#include "util/log.h"
 #include "storage/pool/vpool.h"
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Configuration file (key = value) and command-line flags into struct nasd_config. */
-#include "nasd/config.h"
-#include "nasd/log.h"
+#include "nasd/appliance/config.h"
+#include "util/log.h"
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
  * Directory datasets under <state>/pools/<pool>/datasets/ made by older versions
  * are still opened (with the posix backend) but never created any more. */
 #define _GNU_SOURCE
-#include "storage/storage_impl.h"
-#include "nasd/log.h"
+#include "storage/manager/storage_impl.h"
+#include "util/log.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* host:port parsing shared by the REST listener and the iSCSI portal. */
-#include "nasd/net.h"
+#include "util/net.h"
 #include <netdb.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* Levelled logging to stderr/file. */
-#include "nasd/log.h"
+#include "util/log.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 /* Internals shared by storage.c (pools, volumes) and datasets.c. */
 #include <limits.h>
 #include <pthread.h>
-#include "storage/storage.h"
+#include "storage/manager/storage.h"
 #include "storage/pool/vpool.h"
 
 #define VP_LIST_MAX 256 /* more than the engine's volume table holds */
