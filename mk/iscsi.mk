@@ -1,7 +1,7 @@
 
-# bench-iscsi: iscsi-perf (4K random read QD32, 512 B sequential read QD32) against
-# the built-in target and tgtd on the same 1 GiB file; prints IOPS and the ratio.
+# bench-iscsi: reads (iscsi-perf) and writes (bench/iscsi_wbench) against nasd on a plain file,
+# the nasd daemon on a raidz1 pool volume and tgtd on the same 1 GiB file; prints figures and ratios.
 .PHONY: bench-iscsi
 BENCHES += bench-iscsi
-bench-iscsi: $(B)/tools/iscsi_serve
+bench-iscsi: $(B)/tools/iscsi_serve $(B)/tools/iscsi_pattern $(B)/bench/iscsi_wbench $(B)/nasd
 	@mk/iscsi_bench.sh $(B) $(or $(BENCH_SECS),10)
