@@ -2,7 +2,7 @@
 # Installs the Debian packages nasd needs when run as root; otherwise prints the apt-get line.
 # Extra packages (e.g. for benchmarks) can be passed as arguments.
 PKGS="gcc make pkg-config curl libmicrohttpd-dev libjansson-dev libsqlite3-dev libiscsi-dev libiscsi-bin
-      libnfs-dev libnfs-utils check jq libisal-dev libxxhash-dev liblz4-dev nettle-dev libext2fs-dev e2fsprogs $*"
+      libnfs-dev libnfs-utils check jq libisal-dev libxxhash-dev liblz4-dev nettle-dev libext2fs-dev e2fsprogs clang $*"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
