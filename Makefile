@@ -19,11 +19,18 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*
 TOOL_BINS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(wildcard tests/tools/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps run test unit integration bench clean
+.PHONY: all deps build run test unit integration bench clean
 all: $(B)/nasd $(TOOL_BINS) $(BENCH_BINS)
 
+# pkg-config above runs when make parses this file, so on a fresh machine (no -dev packages yet)
+# PKGS/CHECK_LIBS come out empty. The entry points therefore install the packages first and build
+# in a second make, which parses the Makefile again with the packages present.
+DEPS ?= scripts/deps.sh
 deps:
-	@scripts/deps.sh
+	@$(DEPS)
+
+build: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BINS)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -48,10 +55,10 @@ $(B)/bench/%: bench/%.c $(B)/libnasd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libnasd.a $(LDLIBS)
 
-run: deps all
+run: build
 	scripts/run-demo.sh
 
-test: deps all $(UNIT_BINS)
+test: build
 	@scripts/run-tests.sh $(UNIT_BINS)
 
 unit: all $(UNIT_BINS)
@@ -63,7 +70,7 @@ integration: all
 # Benchmarks are not tests; each protocol adds its bench-* target in mk/*.mk.
 BENCHES :=
 -include $(wildcard mk/*.mk)
-bench: deps all
+bench: build
 	@scripts/deps.sh tgt nfs-ganesha nfs-ganesha-vfs rpcbind
 	@$(MAKE) --no-print-directory $(BENCHES)
 
