@@ -1,6 +1,6 @@
 # nasd — see README.md. `make run` and `make test` are the two entry points.
 CC      ?= gcc
-PKGS    := libmicrohttpd jansson sqlite3 libiscsi libnfs
+PKGS    := libmicrohttpd jansson sqlite3 libiscsi libnfs blkid
 B       := build
 CFLAGS  ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation \

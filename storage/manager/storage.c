@@ -4,6 +4,7 @@
 #include "storage/manager/storage_impl.h"
 #include "util/log.h"
 #include "storage/pool/vpool.h"
+#include "storage/pool/vpool_owner.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -190,6 +191,8 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
     if (p->vp) {
         int rc = vpool_destroy(p->vp);
         if (rc) { snprintf(err, errlen, "pool %s: %s", name, strerror(-rc)); return rc; }
+        /* a later pool create may reuse these without "force": their data was given up here */
+        for (int i = 0; i < p->nmembers; i++) vpool_mark_destroyed(p->members[i]);
     }
     pthread_mutex_lock(&st->lock);
     struct pool **pp = &st->pools;
