@@ -233,11 +233,14 @@ static void del(struct api_call *c, struct api_reply *r)
     char name[128], err[512];
     snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
     json_decref(row);
+    /* storage first: config is only changed once the pool is really closed and wiped */
+    int rc = storage_pool_destroy(c->app->storage, name, err, sizeof err);
+    if (rc && rc != -ENOENT) { api_errno(r, rc == -EBUSY ? rc : -EIO, err); return; }
     if (db_exec(&c->app->db, NULL, "DELETE FROM pools WHERE id=?", "i", id)) {
-        api_error(r, 500, "db", "%s", db_errmsg(&c->app->db));
+        log_err("pool %s destroyed but still in config: %s", name, db_errmsg(&c->app->db));
+        api_error(r, 500, "db", "pool destroyed, but removing it from the config failed: %s", db_errmsg(&c->app->db));
         return;
     }
-    storage_pool_destroy(c->app->storage, name, err, sizeof err);
     log_info("pool %s destroyed", name);
     api_ok(r, 204, NULL);
 }

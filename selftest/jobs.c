@@ -144,6 +144,10 @@ static void *job_thread(void *arg)
                   json_string_value(json_object_get(result, "integrity")));
     json_decref(result);
     json_decref(timeline);
+    /* release the dataset now, not when the job is reaped: a delete right after the job
+     * must find it free */
+    nasd_fsroot_put(r->tgt.fs);
+    r->tgt.fs = NULL;
     pthread_mutex_lock(&j->m->lock);
     j->finished = 1;
     pthread_cond_broadcast(&j->m->changed);

@@ -185,12 +185,22 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
 {
     struct pool *p = find_pool(st, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return -ENOENT; }
+    int rc = datasets_busy(st, p, NULL, err, errlen);
+    if (rc) return rc;
     pthread_mutex_lock(&st->lock);
-    datasets_close_all(p);
+    datasets_close_all(p);   /* only the storage's references: reopened on demand if the destroy fails */
     pthread_mutex_unlock(&st->lock);
     if (p->vp) {
-        int rc = vpool_destroy(p->vp);
-        if (rc) { snprintf(err, errlen, "pool %s: %s", name, strerror(-rc)); return rc; }
+        rc = vpool_destroy(p->vp);
+        for (int i = 0; rc == -EBUSY && i < 100; i++) {  /* iSCSI commands of a just-removed export */
+            usleep(20000);
+            rc = vpool_destroy(p->vp);
+        }
+        if (rc) {
+            snprintf(err, errlen, "pool %s: %s; nothing was deleted", name,
+                     rc == -EBUSY ? "a volume is still open (an iSCSI export?)" : strerror(-rc));
+            return rc;
+        }
         /* a later pool create may reuse these without "force": their data was given up here */
         for (int i = 0; i < p->nmembers; i++) vpool_mark_destroyed(p->members[i]);
     }

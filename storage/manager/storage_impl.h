@@ -43,3 +43,6 @@ uint64_t vol_allocated(struct vpool *vp, const char *vol);
 static inline int is_dataset_volume(const char *vol) { return vol[0] == '.'; }
 /* Releases the pool's open datasets (storage.lock held). */
 void datasets_close_all(struct pool *p);
+/* -EBUSY with a message when something besides the storage holds the dataset (name) or
+ * any dataset of the pool (name NULL), after waiting up to 2 s for it to let go. */
+int datasets_busy(struct storage *st, struct pool *p, const char *name, char *err, size_t errlen);
