@@ -31,6 +31,10 @@ struct iscsi_server;
 /* portal: "host:port" ("0.0.0.0:3260", "127.0.0.1:13260", "[::1]:3260").
  * workers: backend I/O threads (0 = default). NULL on error with a message in err. */
 struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *err, size_t errlen);
+/* The same, bound but refusing connections until iscsi_server_listen: the daemon adds its
+ * targets first, so no initiator is ever told "target not found" during start-up. */
+struct iscsi_server *iscsi_server_start_held(const char *portal, int workers, char *err, size_t errlen);
+int iscsi_server_listen(struct iscsi_server *s, char *err, size_t errlen);
 /* Add a target, or replace the one with the same IQN (live: new logins see the new
  * config; existing sessions to a replaced target are dropped). 0 or -errno. */
 int iscsi_server_set_target(struct iscsi_server *s, const struct iscsi_target_cfg *cfg);

@@ -335,6 +335,29 @@ static void *net_main(void *arg)
 
 struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *err, size_t errlen)
 {
+    struct iscsi_server *s = iscsi_server_start_held(portal, workers, err, errlen);
+    if (s && iscsi_server_listen(s, err, errlen)) {
+        iscsi_server_stop(s);
+        return NULL;
+    }
+    return s;
+}
+
+int iscsi_server_listen(struct iscsi_server *s, char *err, size_t errlen)
+{
+    struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &listen_kind };
+    if (listen(s->listen_fd, 128) || epoll_ctl(s->nt[0].epfd, EPOLL_CTL_ADD, s->listen_fd, &lev)) {
+        snprintf(err, errlen, "iscsi: listen on port %d: %s", s->port, strerror(errno));
+        return -errno;
+    }
+    log_info("iscsi: listening on port %d (%u network threads, %u workers)", s->port, s->nnet, s->nworkers);
+    return 0;
+}
+
+/* Bound but not listening: connections are refused (not answered "target not found")
+ * until iscsi_server_listen, so targets can be configured first. */
+struct iscsi_server *iscsi_server_start_held(const char *portal, int workers, char *err, size_t errlen)
+{
     struct sockaddr_storage ss;
     socklen_t sl;
     if (!portal || nasd_parse_hostport(portal, &ss, &sl)) { snprintf(err, errlen, "bad portal '%s'", portal ? portal : ""); return NULL; }
@@ -349,7 +372,7 @@ struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *e
     s->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (s->listen_fd < 0 || setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-        bind(s->listen_fd, (struct sockaddr *)&ss, sl) || listen(s->listen_fd, 128)) {
+        bind(s->listen_fd, (struct sockaddr *)&ss, sl)) {
         snprintf(err, errlen, "listen on %s: %s", portal, strerror(errno));
         if (s->listen_fd >= 0) close(s->listen_fd);
         free(s);
@@ -375,14 +398,11 @@ struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *e
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = nt };
         if (nt->epfd < 0 || nt->evfd < 0 || epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->evfd, &ev)) goto fail;
     }
-    struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &listen_kind };
-    if (epoll_ctl(s->nt[0].epfd, EPOLL_CTL_ADD, s->listen_fd, &lev)) goto fail;
     unsigned nw = 0, nn = 0;
     for (; nw < s->nworkers; nw++)
         if (pthread_create(&s->workers[nw], NULL, worker_main, s)) goto fail_threads;
     for (; nn < s->nnet; nn++)
         if (pthread_create(&s->nt[nn].th, NULL, net_main, &s->nt[nn])) goto fail_threads;
-    log_info("iscsi: listening on %s (port %d, %u network threads, %u workers)", portal, s->port, s->nnet, s->nworkers);
     return s;
 fail_threads:
     snprintf(err, errlen, "iscsi: cannot start threads: %s", strerror(errno));

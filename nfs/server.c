@@ -388,7 +388,7 @@ out:
     return NULL;
 }
 
-static int listen_on(const char *addr, int port, int *bound_port, char *err, size_t errlen)
+static int listen_on(const char *addr, int port, int do_listen, int *bound_port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -410,7 +410,7 @@ static int listen_on(const char *addr, int port, int *bound_port, char *err, siz
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 128) < 0) {
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) < 0 || (do_listen && listen(fd, 128) < 0)) {
         snprintf(err, errlen, "cannot listen on %s:%d: %s", addr, port, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
@@ -427,6 +427,19 @@ static int have_cap_dac_read_search(void)
     struct __user_cap_data_struct d[2];
     if (syscall(SYS_capget, &h, d) < 0) return 0;
     return !!(d[0].effective & (1u << CAP_DAC_READ_SEARCH));
+}
+
+int nfs_server_listen(struct nfs_server *s, char *err, size_t errlen)
+{
+    for (int i = 0; i < 3; i++) {
+        if (s->listen_fd[i] < 0) continue;
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &listen_tags[i] };
+        if (listen(s->listen_fd[i], 128) || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd[i], &ev)) {
+            snprintf(err, errlen, "nfs: listen on port %d: %s", s->port[i], strerror(errno));
+            return -errno;
+        }
+    }
+    return 0;
 }
 
 struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err, size_t errlen)
@@ -453,7 +466,7 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
     int ports[3] = { cfg->nfs_port, cfg->mount_port, cfg->portmap_port };
     for (int i = 0; i < 3; i++) {
         if (ports[i] < 0) continue;
-        s->listen_fd[i] = listen_on(addr, ports[i], &s->port[i], err, errlen);
+        s->listen_fd[i] = listen_on(addr, ports[i], !cfg->held, &s->port[i], err, errlen);
         if (s->listen_fd[i] < 0) goto fail;
     }
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -461,7 +474,7 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
     if (s->epfd < 0 || s->stop_fd < 0) { snprintf(err, errlen, "epoll: %s", strerror(errno)); goto fail; }
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &stop_tag };
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->stop_fd, &ev);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 && !cfg->held; i++) {
         if (s->listen_fd[i] < 0) continue;
         ev.data.ptr = &listen_tags[i];
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd[i], &ev);

@@ -238,19 +238,31 @@ static void restore(struct appliance *a)
 static int start_services(struct appliance *a, char *err, size_t errlen)
 {
     if (a->cfg.iscsi_portal[0]) {
-        a->iscsi = iscsi_server_start(a->cfg.iscsi_portal, 0, err, errlen);
+        a->iscsi = iscsi_server_start_held(a->cfg.iscsi_portal, 0, err, errlen);
         if (!a->iscsi) return -1;
-        log_info("iSCSI target listening on %s", a->cfg.iscsi_portal);
     }
     if (a->cfg.nfs_bind[0]) {
         struct nfs_server_cfg nc = { .nfs_port = a->cfg.nfs_port, .mount_port = a->cfg.mount_port,
-                                     .portmap_port = a->cfg.portmap_port };
+                                     .portmap_port = a->cfg.portmap_port, .held = 1 };
         snprintf(nc.bind_addr, sizeof nc.bind_addr, "%s", a->cfg.nfs_bind);
         snprintf(nc.state_dir, sizeof nc.state_dir, "%s/nfs", a->cfg.state_dir);
         mkdir(nc.state_dir, 0700);
         a->nfs = nfs_server_start(&nc, err, errlen);
         if (!a->nfs) return -1;
-        log_info("NFS server on %s: nfs %d, mount %d, portmap %d", nc.bind_addr, nfs_server_nfs_port(a->nfs),
+    }
+    return 0;
+}
+
+/* After restore: the services start taking connections, every export already in place. */
+static int open_services(struct appliance *a, char *err, size_t errlen)
+{
+    if (a->iscsi) {
+        if (iscsi_server_listen(a->iscsi, err, errlen)) return -1;
+        log_info("iSCSI target listening on %s", a->cfg.iscsi_portal);
+    }
+    if (a->nfs) {
+        if (nfs_server_listen(a->nfs, err, errlen)) return -1;
+        log_info("NFS server on %s: nfs %d, mount %d, portmap %d", a->cfg.nfs_bind, nfs_server_nfs_port(a->nfs),
                  nfs_server_mount_port(a->nfs), a->cfg.portmap_port);
     }
     return 0;
@@ -271,9 +283,11 @@ int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *er
     if (db_open(&a->db, cfg->db_path, err, errlen)) return -1;
     a->storage = storage_new(a->cfg.state_dir, a->cfg.cache_bytes);
     if (!a->storage) { snprintf(err, errlen, "out of memory"); return -1; }
+    /* ports are bound first (a taken port fails the start at once) but connections are
+     * refused until pools and exports are restored: never "target not found" / NOENT */
     if (start_services(a, err, errlen)) return -1;
     restore(a);
-    return 0;
+    return open_services(a, err, errlen);
 }
 
 void appliance_stop(struct appliance *a)
