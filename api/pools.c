@@ -248,11 +248,14 @@ static void del(struct api_call *c, struct api_reply *r)
 /* POST /pools/{name}/import {"members":["/path",...]}: adopt a pool from its disks. */
 static void import_pool(struct api_call *c, struct api_reply *r)
 {
-    static const char *const allowed[] = { "members", "comment", NULL };
+    static const char *const allowed[] = { "members", "comment", "force", NULL };
     const char *comment = "";
+    int force = 0;
     char err[512];
     if (valid_name(c->key, err, sizeof err)) { api_error(r, 400, "invalid_field", "name: %s", err); return; }
-    if (api_body_object(c, r, allowed) || api_get_str(c, r, "comment", 0, &comment)) return;
+    if (api_body_object(c, r, allowed) || api_get_str(c, r, "comment", 0, &comment) ||
+        api_get_bool(c, r, "force", &force))
+        return;
     struct appliance *a = c->app;
     struct storage_member m[16];
     int n = parse_members(json_object_get(c->body, "members"), m, 16, r);
@@ -269,8 +272,8 @@ static void import_pool(struct api_call *c, struct api_reply *r)
             return;
         }
     }
-    int rc = storage_pool_import(a->storage, c->key, paths, n, &layout, err, sizeof err);
-    if (rc) { api_errno(r, rc == -ENOENT ? -ENOENT : -EINVAL, err); return; }
+    int rc = storage_pool_import_force(a->storage, c->key, paths, n, force, &layout, err, sizeof err);
+    if (rc) { api_errno(r, rc == -ENOENT || rc == -EBUSY ? rc : -EINVAL, err); return; }
     int64_t id;
     if (record_pool(a, c->key, layout, comment, &id)) {
         api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));

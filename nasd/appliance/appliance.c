@@ -2,13 +2,16 @@
 #define _GNU_SOURCE
 #include "nasd/appliance/appliance.h"
 #include "iscsi/iscsi.h"
+#include "util/flock.h"
 #include "util/log.h"
 #include "nfs/nfs.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static struct export_rt *rt_find(struct appliance *a, enum export_type t, int64_t id, int create)
 {
@@ -268,9 +271,33 @@ static int open_services(struct appliance *a, char *err, size_t errlen)
     return 0;
 }
 
+/* One daemon per state directory and database: a second nasd on either would import the
+ * same pools and replay their journals under the first one's feet. */
+static int take_lock(const char *path, const char *shown, const char *what, int *fdp, char *err, size_t errlen)
+{
+    pid_t holder = 0;
+    int fd = nasd_flock_open(path, O_RDWR | O_CREAT, &holder);
+    if (fd == -EWOULDBLOCK) {
+        if (!holder) {   /* /proc/locks unreadable: the pid the holder wrote into the lock file */
+            FILE *f = fopen(path, "r");
+            int pid = 0;
+            if (f && fscanf(f, "%d", &pid) == 1 && pid > 0 && strstr(what, "state")) holder = pid;
+            if (f) fclose(f);
+        }
+        if (holder) snprintf(err, errlen, "%s %s is in use by another nasd (pid %d); one daemon per %s", what, shown,
+                             (int)holder, what);
+        else snprintf(err, errlen, "%s %s is locked by another process; one daemon per %s", what, shown, what);
+        return -1;
+    }
+    if (fd < 0) { snprintf(err, errlen, "cannot lock %s %s: %s", what, shown, strerror(-fd)); return -1; }
+    *fdp = fd;
+    return 0;
+}
+
 int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
+    a->state_lock_fd = a->db_lock_fd = -1;
     a->cfg = *cfg;
     a->started = time(NULL);
     pthread_mutex_init(&a->lock, NULL);
@@ -280,6 +307,13 @@ int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *er
     }
     char abs[1024];
     if (realpath(cfg->state_dir, abs)) snprintf(a->cfg.state_dir, sizeof a->cfg.state_dir, "%s", abs);
+    char lock[1100];
+    snprintf(lock, sizeof lock, "%s/nasd.lock", a->cfg.state_dir);
+    if (take_lock(lock, a->cfg.state_dir, "state directory", &a->state_lock_fd, err, errlen)) return -1;
+    if (ftruncate(a->state_lock_fd, 0) == 0) dprintf(a->state_lock_fd, "%d\n", (int)getpid());
+    /* the DB file itself (SQLite uses POSIX locks, which flock does not interfere with);
+     * this fd stays open until after db_close, so SQLite's own locks are never dropped */
+    if (take_lock(cfg->db_path, cfg->db_path, "database", &a->db_lock_fd, err, errlen)) return -1;
     if (db_open(&a->db, cfg->db_path, err, errlen)) return -1;
     a->storage = storage_new(a->cfg.state_dir, a->cfg.cache_bytes);
     if (!a->storage) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -305,4 +339,7 @@ void appliance_stop(struct appliance *a)
     storage_free(a->storage);
     a->storage = NULL;
     db_close(&a->db);
+    if (a->db_lock_fd >= 0) close(a->db_lock_fd);
+    if (a->state_lock_fd >= 0) close(a->state_lock_fd);
+    a->db_lock_fd = a->state_lock_fd = -1;
 }

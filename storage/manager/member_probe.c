@@ -6,6 +6,7 @@
 #include "storage/manager/member_probe.h"
 #include "storage/manager/storage_impl.h"
 #include "storage/pool/vpool_owner.h"
+#include "util/flock.h"
 #include <blkid/blkid.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -120,6 +121,14 @@ int member_probe(struct storage *st, const char *path, json_t *found)
     if (rc) {
         add(found, path, "unreadable", "cannot read %s: %s", path, strerror(-rc));
         return MEMBER_UNUSABLE;
+    }
+    pid_t holder = 0;
+    int lfd = nasd_flock_open(path, O_RDONLY, &holder);
+    if (lfd >= 0) close(lfd);
+    if (lfd == -EWOULDBLOCK) {
+        if (holder == getpid()) add(found, path, "in_use", "in use by a pool of this nasd");
+        else add(found, path, "in_use", "open and locked by process %d (another nasd?)", (int)holder);
+        return MEMBER_LIVE;
     }
     int verdict = MEMBER_FREE;
     if (pk.has_label) {

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -38,6 +39,8 @@ uint64_t vpool_hostid(void)
 {
     static uint64_t id;
     if (id) return id;
+    const char *env = getenv("NASD_HOSTID");   /* tests: two "hosts" on one machine */
+    if (env && *env) return id = strtoull(env, NULL, 0) ? strtoull(env, NULL, 0) : 1;
     char buf[64] = "";
     FILE *f = fopen("/etc/machine-id", "r");
     if (f) {
@@ -49,7 +52,7 @@ uint64_t vpool_hostid(void)
     return id;
 }
 
-int vpool_owner_write(int fd, const uint8_t uuid[16], int state, uint64_t seq)
+int vpool_owner_write(int fd, const uint8_t uuid[16], int state, uint64_t seq, int durable)
 {
     uint8_t buf[VP_SECTOR] = {0};
     struct vp_owner *o = (struct vp_owner *)buf;
@@ -66,7 +69,9 @@ int vpool_owner_write(int fd, const uint8_t uuid[16], int state, uint64_t seq)
     gethostname(o->host, sizeof o->host - 1);
     o->csum = owner_csum(o);
     if (pwrite(fd, buf, sizeof buf, VP_OWNER_OFF) != (ssize_t)sizeof buf) return -errno ? -errno : -EIO;
-    return fdatasync(fd) ? -errno : 0;
+    if (durable) return fdatasync(fd) ? -errno : 0;
+    return sync_file_range(fd, VP_OWNER_OFF, VP_SECTOR, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                           SYNC_FILE_RANGE_WAIT_AFTER) ? -errno : 0;
 }
 
 static int owner_read(int fd, struct vp_owner *o)
@@ -141,7 +146,7 @@ int vpool_mark_destroyed(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return -errno;
-    int rc = vpool_owner_write(fd, NULL, VPOOL_OWNER_DESTROYED, 0);
+    int rc = vpool_owner_write(fd, NULL, VPOOL_OWNER_DESTROYED, 0, 1);
     close(fd);
     return rc;
 }

@@ -29,11 +29,14 @@ int vpool_peek(const char *path, struct vpool_peek *out);
  * three heartbeat intervals (this waits for that). */
 int vpool_owner_live(const struct vpool_peek *pk);
 #define VPOOL_HEARTBEAT_MS 1000
-/* Writes the owner sector of a member: state, this host and pid, heartbeat seq. */
-int vpool_owner_write(int fd, const uint8_t uuid[16], int state, uint64_t seq);
+/* Writes the owner sector of a member: state, this host and pid, heartbeat seq.
+ * durable: fdatasync; else only this sector is written out (heartbeats must not flush
+ * the engine's dirty data with it). */
+int vpool_owner_write(int fd, const uint8_t uuid[16], int state, uint64_t seq, int durable);
 /* After vpool_destroy: marks the member's owner sector "destroyed" (its data is abandoned). */
 int vpool_mark_destroyed(const char *path);
 /* Zeroes both labels and the owner sector: the member no longer names any pool. */
 int vpool_wipe_member_labels(const char *path);
-/* This machine's host id (from /etc/machine-id, else gethostid()). */
+/* This machine's host id (from /etc/machine-id, else gethostid(); NASD_HOSTID overrides it,
+ * for tests that play two hosts on one machine). */
 uint64_t vpool_hostid(void);
