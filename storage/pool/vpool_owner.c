@@ -6,7 +6,6 @@
 #include "storage/pool/vpool_impl.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,22 +114,13 @@ int vpool_peek(const char *path, struct vpool_peek *out)
     return 0;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
 int vpool_owner_live(const struct vpool_peek *pk)
 {
     if (pk->owner_state != VPOOL_OWNER_ACTIVE) return 0;
-    if (pk->owner_hostid == vpool_hostid()) {
-        if (pk->owner_pid == (uint32_t)getpid()) return 0;  /* an earlier open of ours, now closed */
-        if (kill((pid_t)pk->owner_pid, 0) && errno == ESRCH) return 0;
-        uint64_t now = now_ms();
-        return now < pk->owner_time_ms + 5 * VPOOL_HEARTBEAT_MS;
-    }
+    /* on this host the member flock is the authority (a live owner holds it; callers take or
+     * test it first): an ACTIVE mark here is left by a nasd that was killed, even if its pid
+     * has been reused since */
+    if (pk->owner_hostid == vpool_hostid()) return 0;
     /* another host: only a changing heartbeat proves it is alive (clocks may differ) */
     for (int i = 0; i < 30; i++) {
         usleep(VPOOL_HEARTBEAT_MS * 100);

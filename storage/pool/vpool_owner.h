@@ -24,9 +24,9 @@ struct vpool_peek {
 
 /* 0 and *out filled (has_label may be 0), or -errno when the path cannot be read. */
 int vpool_peek(const char *path, struct vpool_peek *out);
-/* 1 when the owner sector shows a nasd that still has the pool open: on this host its
- * pid runs and the heartbeat is recent; on another host the heartbeat advances within
- * three heartbeat intervals (this waits for that). */
+/* 1 when the owner sector shows a nasd on another host that still has the pool open: its
+ * heartbeat advances within three heartbeat intervals (this waits for that). On this host
+ * the member flock decides (util/flock.h), so an owner here never counts as live. */
 int vpool_owner_live(const struct vpool_peek *pk);
 #define VPOOL_HEARTBEAT_MS 1000
 /* Writes the owner sector of a member: state, this host and pid, heartbeat seq.
