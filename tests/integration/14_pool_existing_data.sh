@@ -32,6 +32,19 @@ expect 204 DELETE pools/p2
 expect 201 POST pools "{\"name\":\"p2\",\"members\":[\"$TMP/fresh.img\"]}"
 echo "members of a pool destroyed by nasd are reused without force"
 
+# a partitioned disk (GPT, one partition, no filesystem in it)
+truncate -s 128M "$TMP/gpt.img"
+if command -v sfdisk >/dev/null; then
+  printf 'label: gpt\n,64M\n' | sfdisk -q "$TMP/gpt.img" >/dev/null 2>&1 || fail "sfdisk"
+  api POST pools "{\"name\":\"pg\",\"members\":[\"$TMP/gpt.img\"]}" >/dev/null; body=$BODY
+  [ "$STATUS" = 409 ] && jget "$body" '.found[].what' | grep -q 'gpt partition table' || fail "GPT disk: $STATUS $body"
+  echo "partitioned disk refused: $(jget "$body" '.found[0].what')"
+  expect 201 POST pools "{\"name\":\"pg\",\"members\":[\"$TMP/gpt.img\"],\"force\":true}"
+  blkid -p "$TMP/gpt.img" 2>/dev/null | grep -q gpt && fail "forced: GPT (or its backup header) still found"
+else
+  echo "note: sfdisk missing, partition-table case skipped"
+fi
+
 truncate -s 128M "$TMP/data.img"
 head -c 65536 /dev/urandom | dd of="$TMP/data.img" bs=64k seek=700 conv=notrunc status=none
 api POST pools "{\"name\":\"p3\",\"members\":[\"$TMP/data.img\"]}" >/dev/null; body=$BODY
