@@ -7,6 +7,11 @@ override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-f
            -pthread -I. -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lisal -lxxhash -llz4 -lnettle -lext2fs -lcom_err -lm -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+ifneq ($(filter all,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo ok),ok)
+$(warning pkg-config does not know all of: $(PKGS) check. Run scripts/deps.sh first (make run/test/bench do).)
+endif
+endif
 
 # Every .c under these folders goes into libnasd.a; nasd/main.c is the daemon entry.
 # COMPONENTS can be narrowed while one part is developed alone (with its own B=build-x).
