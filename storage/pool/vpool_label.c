@@ -132,7 +132,7 @@ int vp_geometry(struct vpool *p, uint64_t member_size)
     p->jnl_size = j & ~(uint64_t)(VP_CHUNK - 1);
     uint64_t sect_max = member_size / VP_CHUNK * VP_CHUNK_SECT * p->ndata;
     uint64_t au_max = sect_max / VP_AU_SECT;
-    p->meta_pages = VP_VOLTAB_PAGES + (au_max + VP_AU_PER_PG - 1) / VP_AU_PER_PG
+    p->meta_pages = VP_VOLTAB_PAGES + VP_SNAPTAB_PAGES + (au_max + VP_AU_PER_PG - 1) / VP_AU_PER_PG
                     + (sect_max + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG;
     p->meta_off[0] = VP_JOURNAL_OFF + p->jnl_size;
     p->meta_off[1] = p->meta_off[0] + p->meta_pages * VP_SECTOR;
