@@ -220,6 +220,87 @@ START_TEST(t_lz4_and_resilver)
 }
 END_TEST
 
+struct mem { uint8_t *b; size_t len, cap, pos; };
+static int mem_sink(void *ctx, const void *buf, size_t len)
+{
+    struct mem *m = ctx;
+    if (m->len + len > m->cap) { m->cap = (m->len + len) * 2; m->b = realloc(m->b, m->cap); }
+    memcpy(m->b + m->len, buf, len);
+    m->len += len;
+    return 0;
+}
+static int mem_source(void *ctx, void *buf, size_t len)
+{
+    struct mem *m = ctx;
+    if (m->pos + len > m->len) return -EPIPE;
+    memcpy(buf, m->b + m->pos, len);
+    m->pos += len;
+    return 0;
+}
+
+START_TEST(t_send_receive)
+{
+    struct tdir ta, tb;
+    struct vpool *pa = mkpool(&ta, VPOOL_RAIDZ1, 3, NULL), *pb = mkpool(&tb, VPOOL_STRIPE, 1, NULL);
+    uint64_t size = 9 * MB + 8192;   /* last unit partial */
+    ck_assert_int_eq(vpool_vol_create(pa, "src", size, 0), 0);
+    uint8_t *A = calloc(1, size), *B;
+    nasd_bdev *b = open_vol(pa, "src", 4096);
+    img_write(b, A, 0, 4 * MB, 1);
+    img_write(b, A, 9 * MB, 8192, 2);
+    ck_assert_int_eq(vpool_snap_create(pa, "src", "s1"), 0);
+    B = malloc(size); memcpy(B, A, size);
+    img_write(b, B, MB + 4096, 4096, 3);
+    img_write(b, B, 6 * MB, MB, 4);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 3 * MB, MB), 0);
+    memset(B + 3 * MB, 0, MB);
+    ck_assert_int_eq(vpool_snap_create(pa, "src", "s2"), 0);
+    nasd_bdev_put(b);
+
+    struct mem full = {0}, inc = {0};
+    ck_assert_int_eq(vpool_send(pa, "src", "s1", NULL, mem_sink, &full), 0);
+    ck_assert_int_eq(vpool_send(pa, "src", "s2", "s1", mem_sink, &inc), 0);
+    ck_assert_int_eq(vpool_send(pa, "src", "s1", "s2", mem_sink, &(struct mem){0}), -EINVAL);
+    ck_assert_uint_lt(inc.len, 3 * MB);            /* units 1, 3 (zero) and 6 only */
+    char snap[64], err[256];
+    /* a truncated full stream leaves nothing behind */
+    struct mem cut = full; cut.len = full.len / 2; cut.pos = 0;
+    ck_assert_int_ne(vpool_receive(pb, "dst", 0, mem_source, &cut, snap, err, sizeof err), 0);
+    ck_assert_int_eq(vpool_vol_flags(pb, "dst"), -ENOENT);
+    full.pos = 0;
+    ck_assert_msg(vpool_receive(pb, "dst", 0, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(snap, "s1");
+    check_snap(pb, "dst", "s1", A, size);
+    /* incremental with a flipped data byte: refused, the copy stays at s1 */
+    struct mem bad = { malloc(inc.len), inc.len, inc.len, 0 };
+    memcpy(bad.b, inc.b, inc.len);
+    bad.b[inc.len / 2] ^= 1;
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &bad, snap, err, sizeof err), -EBADMSG);
+    b = open_vol(pb, "dst", 4096);
+    img_check(b, A, size, "after the bad stream");
+    ck_assert_int_eq(vpool_snap_list(pb, "dst", NULL, 0), 1);
+    img_write(b, A, 0, 4096, 9);   /* local change: discarded by the next receive */
+    nasd_bdev_put(b);
+    inc.pos = 0;
+    ck_assert_msg(vpool_receive(pb, "dst", 0, mem_source, &inc, snap, err, sizeof err) == 0, "%s", err);
+    b = open_vol(pb, "dst", 4096);
+    img_check(b, B, size, "after the incremental stream");
+    nasd_bdev_put(b);
+    check_snap(pb, "dst", "s2", B, size);
+    struct vpool_snap_info sa, sb;
+    ck_assert_int_eq(vpool_snap_info(pa, "src", "s2", &sa), 0);
+    ck_assert_int_eq(vpool_snap_info(pb, "dst", "s2", &sb), 0);
+    ck_assert(!memcmp(sa.uuid, sb.uuid, 16));
+    inc.pos = 0;   /* the same increment again: its base is no longer the newest */
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &inc, snap, err, sizeof err), -ESTALE);
+    full.pos = 0;
+    ck_assert_int_eq(vpool_receive(pb, "dst", 1, mem_source, &full, snap, err, sizeof err), -EEXIST);
+    vpool_close(pa); vpool_close(pb);
+    tdir_remove(&ta); tdir_remove(&tb);
+    free(A); free(B); free(full.b); free(inc.b); free(bad.b);
+}
+END_TEST
+
 /* Power loss at member write k of an operation, for every k until it completes. */
 enum op { OP_CREATE, OP_DELETE, OP_ROLLBACK };
 
@@ -304,6 +385,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, t_cow_clone_rollback);
     tcase_add_test(tc, t_lz4_and_resilver);
+    tcase_add_test(tc, t_send_receive);
     tcase_add_test(tc, t_crash_create);
     tcase_add_test(tc, t_crash_delete);
     tcase_add_test(tc, t_crash_rollback);
