@@ -12,6 +12,7 @@ struct api_call {
     json_t *body;              /* parsed JSON body (POST/PATCH), else NULL */
     const char *(*query)(void *conn, const char *name); /* query argument or NULL */
     void *conn;
+    int upload_fd;             /* application/octet-stream body spooled to this file, else -1 */
 };
 
 struct api_reply {
@@ -19,6 +20,8 @@ struct api_reply {
     json_t *json;              /* JSON body (owned) */
     char *text;                /* or a text body (malloc'd), with content_type */
     const char *content_type;
+    int has_fd, fd;            /* or fd_len bytes of file fd (given away), with content_type */
+    uint64_t fd_len;
 };
 
 /* A collection under /api/v1/. Handlers return nothing; they fill the reply. A NULL
@@ -39,6 +42,9 @@ extern const struct api_resource api_pools, api_datasets, api_volumes, api_iscsi
 
 /* Register an extra collection (stats, jobs) before http_start. */
 void api_register(const struct api_resource *res);
+/* volumes|datasets/{pool}/{name}/snapshots[/...] and .../receive (api/snapshots.c):
+ * returns 1 if path is one of those (r filled), else 0. */
+int api_snapshots_dispatch(struct api_call *c, const char *path, struct api_reply *r);
 /* Route an /api/v1/... request (path without the prefix). */
 void api_dispatch(struct api_call *c, const char *path, struct api_reply *r);
 

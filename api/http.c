@@ -24,6 +24,8 @@ struct req {
     char *body;
     size_t len;
     int too_big;
+    int fd;            /* binary upload (snapshot streams) spooled to an unlinked file, else -1 */
+    int unauth;        /* binary upload without a valid token: discarded */
 };
 
 static http_text_fn metrics_fn;
@@ -103,9 +105,12 @@ static int serve_static(struct http_server *h, struct MHD_Connection *conn, cons
 static int handle_api(struct http_server *h, struct MHD_Connection *conn, const char *method,
                       const char *path, struct req *rq)
 {
-    struct api_call c = { .app = h->app, .method = method, .query = query_arg, .conn = conn };
+    struct api_call c = { .app = h->app, .method = method, .query = query_arg, .conn = conn, .upload_fd = rq->fd };
     struct api_reply r = { 0 };
-    if (rq->len) {
+    if (rq->fd >= 0) {
+        lseek(rq->fd, 0, SEEK_SET);
+        c.body = json_object();
+    } else if (rq->len) {
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
         if (!ct || strncasecmp(ct, "application/json", 16))
             return queue_error(conn, 415, "unsupported_media_type", "request body must be application/json");
@@ -122,7 +127,13 @@ static int handle_api(struct http_server *h, struct MHD_Connection *conn, const 
     api_dispatch(&c, path, &r);
     json_decref(c.body);
     int rc;
-    if (r.text) rc = queue(conn, r.status, r.content_type ? r.content_type : "text/plain", r.text, strlen(r.text));
+    if (r.has_fd) {
+        struct MHD_Response *resp = MHD_create_response_from_fd(r.fd_len, r.fd);
+        MHD_add_response_header(resp, "Content-Type", r.content_type ? r.content_type : "application/octet-stream");
+        MHD_add_response_header(resp, "Cache-Control", "no-store");
+        rc = MHD_queue_response(conn, r.status, resp);
+        MHD_destroy_response(resp);
+    } else if (r.text) rc = queue(conn, r.status, r.content_type ? r.content_type : "text/plain", r.text, strlen(r.text));
     else rc = queue_json(conn, r.status, r.json);
     json_decref(r.json);
     if (r.status >= 500) log_warn("%s /api/v1/%s -> %d", method, path, r.status);
@@ -138,7 +149,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!rq) {
         rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO;
+        rq->fd = -1;
         *ptr = rq;
+        const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+        if (!strcmp(method, "POST") && !strncmp(url, "/api/v1/", 8) && ct && !strncasecmp(ct, "application/octet-stream", 24)) {
+            if (h->app->cfg.auth && !auth_check_header(&h->app->db, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization")))
+                rq->unauth = 1;   /* answered with 401 below; nothing is stored */
+            else if ((rq->fd = open(h->app->cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+                rq->fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+            if (!rq->unauth && rq->fd < 0) return MHD_NO;
+        }
+        return MHD_YES;
+    }
+    if (*upload_size && (rq->fd >= 0 || rq->unauth)) {
+        for (const char *p = upload; rq->fd >= 0 && p < upload + *upload_size;) {
+            ssize_t n = write(rq->fd, p, upload + *upload_size - p);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) { close(rq->fd); rq->fd = -1; rq->too_big = 1; break; }
+            p += n;
+        }
+        *upload_size = 0;
         return MHD_YES;
     }
     if (*upload_size) {
@@ -185,7 +215,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **ptr, enum MHD_RequestTerminationCode toe)
 {
     struct req *rq = *ptr;
-    if (rq) { free(rq->body); free(rq); }
+    if (rq) { if (rq->fd >= 0) close(rq->fd); free(rq->body); free(rq); }
     *ptr = NULL;
 }
 

@@ -182,6 +182,7 @@ json_t *api_pool_obj_list(struct api_call *c, const char *select_sql, json_t *(*
 
 void api_dispatch(struct api_call *c, const char *path, struct api_reply *r)
 {
+    if (api_snapshots_dispatch(c, path, r)) return;
     const struct api_resource *res = NULL;
     size_t plen = 0;
     for (int i = 0; i < (int)(sizeof resources / sizeof *resources) + nextra; i++) {

@@ -334,6 +334,7 @@ static struct vp_vbdev *vbdev_new(struct vpool *p, struct vp_vol *v, uint32_t bl
 nasd_bdev *vp_vol_open_view(struct vpool *p, struct vp_vol *view, uint32_t block_size)
 {
     struct vp_vbdev *vb = vbdev_new(p, view, block_size, &view_ops);
+    if (vb) vb->b.read_only = 1;
     return vb ? &vb->b : NULL;
 }
 
