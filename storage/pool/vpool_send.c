@@ -233,7 +233,7 @@ int vpool_receive(struct vpool *p, const char *vol, int force, vpool_source in, 
     }
     if (!rc) rc = nasd_bdev_flush(b);
     if (b) nasd_bdev_put(b);
-    if (!rc && (rc = vp_snap_create_uuid(p, vol, h.snap, h.snap_uuid)))
+    if (!rc && (rc = vp_snap_create_uuid(p, vol, h.snap, h.snap_uuid, h.ctime)))
         fail(err, errlen, rc, "creating snapshot %s: %s", h.snap, strerror(-rc));
     if (rc && created) vpool_vol_destroy(p, vol);                       /* nothing left behind */
     else if (rc && rolled) vpool_snap_rollback(p, vol, from_name);   /* back to the old copy */

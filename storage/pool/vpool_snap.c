@@ -380,7 +380,7 @@ static struct vp_vol *find_vol(struct vpool *p, const char *vol)
     return v;
 }
 
-static int snap_create(struct vpool *p, const char *vol, const char *name, const uint8_t *uuid)
+static int snap_create(struct vpool *p, const char *vol, const char *name, const uint8_t *uuid, uint64_t ctime)
 {
     if (!vp_name_ok(name)) return -EINVAL;
     if (atomic_load(&p->closed)) return -ENXIO;
@@ -397,7 +397,7 @@ static int snap_create(struct vpool *p, const char *vol, const char *name, const
     if (rc) { free(s); pthread_mutex_unlock(&p->snap_mu); return rc; }
     snprintf(s->name, sizeof s->name, "%s", name);
     s->vol_id = v->id;
-    s->ctime = (uint64_t)time(NULL);
+    s->ctime = ctime ? ctime : (uint64_t)time(NULL);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pthread_rwlock_wrlock(&v->snap_lock);   /* no write is between its map lookup and the cache */
@@ -435,10 +435,10 @@ static int snap_create(struct vpool *p, const char *vol, const char *name, const
     return rc;
 }
 
-int vpool_snap_create(struct vpool *p, const char *vol, const char *snap) { return snap_create(p, vol, snap, NULL); }
-int vp_snap_create_uuid(struct vpool *p, const char *vol, const char *snap, const uint8_t *uuid)
+int vpool_snap_create(struct vpool *p, const char *vol, const char *snap) { return snap_create(p, vol, snap, NULL, 0); }
+int vp_snap_create_uuid(struct vpool *p, const char *vol, const char *snap, const uint8_t *uuid, uint64_t ctime)
 {
-    return snap_create(p, vol, snap, uuid);
+    return snap_create(p, vol, snap, uuid, ctime);
 }
 
 /* Frees the dead AUs of v no snapshot holds. commit_lock held. */
