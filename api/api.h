@@ -38,7 +38,7 @@ struct api_resource {
 };
 
 extern const struct api_resource api_pools, api_datasets, api_volumes, api_iscsi_exports,
-    api_nfs_exports, api_system, api_tokens;
+    api_nfs_exports, api_system, api_tokens, api_snapshot_tasks, api_replication_tasks;
 
 /* Register an extra collection (stats, jobs) before http_start. */
 void api_register(const struct api_resource *res);

@@ -10,6 +10,7 @@
 
 static const struct api_resource *resources[] = {
     &api_pools, &api_datasets, &api_volumes, &api_iscsi_exports, &api_nfs_exports, &api_system, &api_tokens,
+    &api_snapshot_tasks, &api_replication_tasks,
 };
 
 /* Extra resources registered at start (stats, jobs) live beside the fixed ones. */

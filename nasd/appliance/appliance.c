@@ -1,6 +1,7 @@
 /* Runtime glue between the configuration DB, the storage manager and the services. */
 #define _GNU_SOURCE
 #include "nasd/appliance/appliance.h"
+#include "nasd/appliance/snap_tasks.h"
 #include "iscsi/iscsi.h"
 #include "util/log.h"
 #include "nfs/nfs.h"
@@ -281,11 +282,14 @@ int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *er
     if (!a->storage) { snprintf(err, errlen, "out of memory"); return -1; }
     if (start_services(a, err, errlen)) return -1;
     restore(a);
+    a->snap_tasks = snap_tasks_start(a);
     return 0;
 }
 
 void appliance_stop(struct appliance *a)
 {
+    snap_tasks_stop(a->snap_tasks);
+    a->snap_tasks = NULL;
     if (a->iscsi) iscsi_server_stop(a->iscsi);
     if (a->nfs) nfs_server_stop(a->nfs);
     a->iscsi = NULL;
