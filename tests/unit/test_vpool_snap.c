@@ -4,6 +4,9 @@
  * create/delete/rollback (vpool_sim). Each volume is compared with an in-RAM image. */
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <xxhash.h>
 #include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "storage/pool/vpool_impl.h"
@@ -301,6 +304,112 @@ START_TEST(t_send_receive)
 }
 END_TEST
 
+/* Writers race snapshot creates and deletes: every snapshot must hold, per block, a
+ * write no older than the last one acknowledged before the create began and no newer
+ * than the first one started after it returned. */
+#define MT_SLOTS 512        /* 2 MiB: a few AUs, so copies and writes collide a lot */
+#define MT_LOG 200000
+struct mt_blk { uint64_t magic, slot, seq; uint8_t fill[4096 - 32]; uint64_t csum; };
+struct mt_ev { uint32_t slot; uint64_t seq, t0, t1; };
+static _Atomic uint64_t mt_ticket, mt_seq;
+static _Atomic int mt_stop;
+static struct mt_ev *mt_log[2];
+static size_t mt_n[2];
+static nasd_bdev *mt_vol;
+
+static void mt_make(struct mt_blk *b, uint64_t slot, uint64_t seq)
+{
+    b->magic = 0x5441534e5f544d53ull; b->slot = slot; b->seq = seq;
+    memset(b->fill, (int)seq, sizeof b->fill);
+    b->csum = XXH3_64bits(b, 4096 - 8);
+}
+
+static void *mt_writer(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    struct mt_blk *b = aligned_alloc(4096, sizeof *b);
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(t + 3);
+    while (!atomic_load(&mt_stop) && mt_n[t] < MT_LOG) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        uint64_t slot = (x >> 20) % (MT_SLOTS / 2) * 2 + (uint64_t)t;
+        struct mt_ev *e = &mt_log[t][mt_n[t]];
+        e->slot = (uint32_t)slot;
+        e->seq = atomic_fetch_add(&mt_seq, 1) + 1;
+        mt_make(b, slot, e->seq);
+        e->t0 = atomic_fetch_add(&mt_ticket, 1);
+        ck_assert_int_eq(nasd_bdev_write(mt_vol, b, slot * 4096, 4096, (x & 7) == 0 ? NASD_IO_FUA : 0), 0);
+        e->t1 = atomic_fetch_add(&mt_ticket, 1);
+        mt_n[t]++;
+    }
+    free(b);
+    return NULL;
+}
+
+START_TEST(t_snapshots_under_writes)
+{
+    struct tdir t;
+    struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 3, NULL);
+    ck_assert_int_eq(vpool_vol_create(p, "v", MT_SLOTS * 4096ull, 0), 0);
+    mt_vol = open_vol(p, "v", 4096);
+    for (int i = 0; i < 2; i++) { mt_log[i] = malloc(MT_LOG * sizeof **mt_log); mt_n[i] = 0; }
+    atomic_store(&mt_stop, 0);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, mt_writer, (void *)(intptr_t)i);
+    enum { NS = 12 };
+    uint64_t tb[NS], te[NS];
+    bool alive[NS];
+    char nm[32];
+    for (int i = 0; i < NS; i++) {
+        usleep(25000);
+        snprintf(nm, sizeof nm, "m%d", i);
+        tb[i] = atomic_fetch_add(&mt_ticket, 1);
+        ck_assert_int_eq(vpool_snap_create(p, "v", nm), 0);
+        te[i] = atomic_fetch_add(&mt_ticket, 1);
+        alive[i] = true;
+        if (i >= 3 && i % 2) {   /* drop an older one while writes go on */
+            snprintf(nm, sizeof nm, "m%d", i - 2);
+            ck_assert_int_eq(vpool_snap_destroy(p, "v", nm), 0);
+            alive[i - 2] = false;
+        }
+    }
+    atomic_store(&mt_stop, 1);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    ck_assert_int_eq(nasd_bdev_flush(mt_vol), 0);
+    uint8_t *img = malloc(MT_SLOTS * 4096ull);
+    int checked = 0;
+    for (int k = 0; k <= NS; k++) {   /* k == NS: the live volume after everything */
+        if (k < NS && !alive[k]) continue;
+        nasd_bdev *b = mt_vol;
+        if (k < NS) { snprintf(nm, sizeof nm, "m%d", k); b = vpool_snap_open(p, "v", nm, 4096, &(int){0}); }
+        ck_assert_ptr_nonnull(b);
+        ck_assert_int_eq(nasd_bdev_read(b, img, 0, MT_SLOTS * 4096ull), 0);
+        uint64_t lo[MT_SLOTS] = {0}, hi[MT_SLOTS];
+        for (int s = 0; s < MT_SLOTS; s++) hi[s] = UINT64_MAX;
+        uint64_t b0 = k < NS ? tb[k] : UINT64_MAX, e0 = k < NS ? te[k] : UINT64_MAX;
+        for (int w = 0; w < 2; w++)
+            for (size_t j = 0; j < mt_n[w]; j++) {
+                struct mt_ev *e = &mt_log[w][j];
+                if (e->t1 < b0 && e->seq > lo[e->slot]) lo[e->slot] = e->seq;
+                if (e->t0 > e0 && e->seq < hi[e->slot]) hi[e->slot] = e->seq;
+            }
+        for (int s = 0; s < MT_SLOTS; s++) {
+            struct mt_blk *blk = (struct mt_blk *)(img + (size_t)s * 4096);
+            if (is_zero((uint8_t *)blk, 4096)) { ck_assert_msg(lo[s] == 0, "snap %d slot %d: zero, acked %llu", k, s, (unsigned long long)lo[s]); continue; }
+            ck_assert_msg(blk->csum == XXH3_64bits(blk, 4096 - 8) && blk->slot == (uint64_t)s, "snap %d slot %d torn", k, s);
+            ck_assert_msg(blk->seq >= lo[s] && blk->seq < hi[s], "snap %d slot %d: seq %llu outside [%llu, %llu)", k, s,
+                          (unsigned long long)blk->seq, (unsigned long long)lo[s], (unsigned long long)hi[s]);
+        }
+        if (k < NS) nasd_bdev_put(b);
+        checked++;
+    }
+    printf("under writes: %zu + %zu writes, %d snapshots checked\n", mt_n[0], mt_n[1], checked - 1);
+    nasd_bdev_put(mt_vol);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(img); free(mt_log[0]); free(mt_log[1]);
+}
+END_TEST
+
 /* Power loss at member write k of an operation, for every k until it completes. */
 enum op { OP_CREATE, OP_DELETE, OP_ROLLBACK };
 
@@ -386,6 +495,7 @@ int main(void)
     tcase_add_test(tc, t_cow_clone_rollback);
     tcase_add_test(tc, t_lz4_and_resilver);
     tcase_add_test(tc, t_send_receive);
+    tcase_add_test(tc, t_snapshots_under_writes);
     tcase_add_test(tc, t_crash_create);
     tcase_add_test(tc, t_crash_delete);
     tcase_add_test(tc, t_crash_rollback);
