@@ -354,6 +354,15 @@ int  vp_debug_locate(struct vpool *p, const char *vol, uint64_t off, int *member
 bool vp_name_ok(const char *n);
 
 /* ---- snapshots (vpool_snap.c) ---- */
+/* Writer-preferring: a stream of overlapping writes must not starve snapshot create. */
+static inline void vp_snap_lock_init(pthread_rwlock_t *l)
+{
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(l, &a);
+    pthread_rwlockattr_destroy(&a);
+}
 /* A write to AU au (mapped in v) must copy it first: it belongs to another volume
  * (clone origin) or a snapshot of v holds it. Lock-free hint; rechecked under commit_lock. */
 static inline bool vp_snap_shared(struct vpool *p, struct vp_vol *v, uint64_t au)

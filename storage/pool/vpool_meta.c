@@ -205,7 +205,7 @@ static int page_decode(struct vpool *p, uint64_t idx, const uint8_t *pg, char *e
             v->origin_id = d->origin_id <= VP_MAX_VOLS ? d->origin_id : 0;
             v->origin_gen = d->origin_gen;
             pthread_mutex_init(&v->bdev_lock, NULL);
-            pthread_rwlock_init(&v->snap_lock, NULL);
+            vp_snap_lock_init(&v->snap_lock);
             p->vols[slot] = v;
         }
     } else if (idx < au_pg0(p)) {

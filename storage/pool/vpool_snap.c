@@ -640,7 +640,7 @@ int vpool_snap_clone(struct vpool *p, const char *vol, const char *snap, const c
         v->origin_gen = s->gen;
         v->map_len = v->origin_len = (v->size + VP_AU_BYTES - 1) / VP_AU_BYTES;
         pthread_mutex_init(&v->bdev_lock, NULL);
-        pthread_rwlock_init(&v->snap_lock, NULL);
+        vp_snap_lock_init(&v->snap_lock);
         v->origin_map = vp_snap_build_map(p, o->id, s->gen, v->map_len);
         v->map = calloc(v->map_len, sizeof *v->map);
         if (!v->origin_map || !v->map || getrandom(v->uuid, 16, 0) != 16) rc = -ENOMEM;
@@ -685,7 +685,7 @@ nasd_bdev *vpool_snap_open(struct vpool *p, const char *vol, const char *snap, u
             memcpy(view->uuid, s->uuid, 16);
             view->map_len = (s->size + VP_AU_BYTES - 1) / VP_AU_BYTES;
             pthread_mutex_init(&view->bdev_lock, NULL);
-            pthread_rwlock_init(&view->snap_lock, NULL);
+            vp_snap_lock_init(&view->snap_lock);
             view->map = vp_snap_build_map(p, v->id, s->gen, view->map_len);
             view->view_of = s;
             if (!view->map) e = -ENOMEM;

@@ -370,7 +370,7 @@ int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags
     v->map_len = (size + VP_AU_BYTES - 1) / VP_AU_BYTES;
     v->map = calloc(v->map_len, sizeof *v->map);
     pthread_mutex_init(&v->bdev_lock, NULL);
-    pthread_rwlock_init(&v->snap_lock, NULL);
+    vp_snap_lock_init(&v->snap_lock);
     if (!v->map || getrandom(v->uuid, 16, 0) != 16) { vp_vol_free(v); return -ENOMEM; }
     pthread_mutex_lock(&p->commit_lock);
     pthread_rwlock_wrlock(&p->vol_lock);
