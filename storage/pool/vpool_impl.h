@@ -393,3 +393,4 @@ int  vp_snap_vol_busy(struct vpool *p, struct vp_vol *v);
 void vp_snap_vol_gone(struct vpool *p, struct vp_vol *v);
 int  vp_snap_create_uuid(struct vpool *p, const char *vol, const char *snap, const uint8_t *uuid, uint64_t ctime);
 nasd_bdev *vp_vol_open_view(struct vpool *p, struct vp_vol *view, uint32_t block_size);   /* vpool_vol.c */
+void vp_stream_fix(uint8_t *b, size_t len, const uint8_t *from_uuid);   /* fuzzing (vpool_send.c) */

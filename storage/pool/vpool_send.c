@@ -244,3 +244,49 @@ int vpool_receive(struct vpool *p, const char *vol, int force, vpool_source in, 
     free(buf);
     return rc;
 }
+
+/* Fuzzing: rewrites every checksum of a (possibly malformed) stream in place so that
+ * a fuzzer gets past them; from_uuid, when given, replaces the header's base guid. */
+void vp_stream_fix(uint8_t *b, size_t len, const uint8_t *from_uuid)
+{
+    if (len < sizeof(struct snd_hdr)) return;
+    struct snd_hdr h;
+    memcpy(&h, b, sizeof h);
+    if (from_uuid && h.from[0]) memcpy(h.from_uuid, from_uuid, 16);
+    h.csum = 0;
+    h.csum = XXH3_64bits(&h, sizeof h);
+    memcpy(b, &h, sizeof h);
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) return;
+    XXH3_64bits_reset(st);
+    XXH3_64bits_update(st, b, sizeof h);
+    uint64_t units = 0;
+    for (size_t pos = sizeof h; pos + sizeof(struct snd_rec) <= len;) {
+        struct snd_rec r;
+        memcpy(&r, b + pos, sizeof r);
+        if (r.magic == END_MAGIC && pos + sizeof(struct snd_end) <= len) {
+            struct snd_end t;
+            memcpy(&t, b + pos, sizeof t);
+            t.units = units;
+            t.stream = XXH3_64bits_digest(st);
+            t.csum = 0;
+            t.csum = XXH3_64bits(&t, sizeof t);
+            memcpy(b + pos, &t, sizeof t);
+            break;
+        }
+        size_t dl = r.kind == K_DATA && r.len <= len - pos - sizeof r ? r.len : 0;
+        r.csum = 0;
+        XXH3_state_t *rs = XXH3_createState();
+        if (!rs) break;
+        XXH3_64bits_reset(rs);
+        XXH3_64bits_update(rs, &r, sizeof r);
+        XXH3_64bits_update(rs, b + pos + sizeof r, dl);
+        r.csum = XXH3_64bits_digest(rs);
+        XXH3_freeState(rs);
+        memcpy(b + pos, &r, sizeof r);
+        XXH3_64bits_update(st, b + pos, sizeof r + dl);
+        pos += sizeof r + dl;
+        units++;
+    }
+    XXH3_freeState(st);
+}
