@@ -248,10 +248,13 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     }
     uint32_t want = 0;                                   /* data-out bytes to receive */
     if (wflag) want = t->edtl;
+    /* The one place where the data-out the initiator will send (EDTL, 0 without the W
+     * bit) is checked against what the command needs: executors that compare or
+     * replicate the payload (VERIFY with BYTCHK, WRITE SAME, COMPARE AND WRITE) never
+     * see a shorter buffer. */
     if (sc->dir == DIR_OUT && want != sc->dout_need) {
-        uint8_t op = t->cdb[0];
-        if (op == 0x89 || op == 0x41 || op == 0x93) {     /* fixed-size payloads */
-            scsi_set_sense_field(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_CDB, true, op == 0x89 ? 13 : 7, -1);
+        if (sc->dout_rule == DOUT_EXACT || (sc->dout_rule == DOUT_WHOLE && want < sc->dout_need)) {
+            scsi_set_sense_field(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_CDB, true, sc->len_field, -1);
             task_finish_early(t);
             return 0;
         }

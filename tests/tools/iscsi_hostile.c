@@ -1,0 +1,389 @@
+/* Hostile iSCSI initiators for the #11 regression tests: one mode per attack.
+ *   verify PORT IQN              VERIFY/WRITE SAME/COMPARE AND WRITE with missing or short data-out
+ *   reinstate PORT IQN ROUNDS    session reinstatement while the old session is busy sending
+ *   pump PORT IQN SECS N         N sessions sending NOPs, logging in again when dropped
+ *   flushclose PORT ROUNDS       queued output the client never reads, then a TCP reset
+ *   readflood PORT IQN HOLD      128 READ(16) of 8 MiB, replies not read for HOLD s, then all read
+ *   nopflood PORT SECS           discovery session, NOP-Out pings for SECS s, replies never read
+ *   loginflood PORT SECS         login continuation PDUs for SECS s, replies never read
+ *   conns PORT N SRC             N idle connections from address SRC; prints how many the target kept
+ *   chap PORT IQN USER SECRET    mutual CHAP with a short and with a reflected initiator challenge
+ * Prints one PASS/FAIL line per check; exit 0 when all pass. */
+#include "tests/tools/iscsi_wire.h"
+#include "iscsi/scsi.h"
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+
+static const char *iqn;
+static int failures;
+static const char *INI = "iqn.2026-12.test:hostile";
+
+static void result(const char *name, bool ok)
+{
+    printf("%-62s %s\n", name, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    if (!ok) failures++;
+}
+
+static bool connect_login(struct wconn *w, const char *target, const uint8_t *isid)
+{
+    int fd = w_dial_from(NULL);
+    if (fd < 0) return false;
+    w_init(w, fd);
+    if (w_login(w, INI, target, isid) != 0) { close(fd); return false; }
+    return true;
+}
+
+static bool alive(void)
+{
+    struct wconn w;
+    static const uint8_t isid[6] = { 0x80, 0, 0, 0, 0x77, 0x77 };
+    if (!connect_login(&w, iqn, isid)) return false;
+    bool ok = w_ping(&w);
+    close(w.fd);
+    return ok;
+}
+
+/* Runs one command to completion, answering R2Ts with zero data. Returns the SCSI
+ * status (sense key in *sk), or -1 when the connection failed. */
+static int run_cmd(struct wconn *w, const uint8_t *cdb, uint8_t flags, uint32_t edtl, uint8_t *sk)
+{
+    uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN];
+    static uint8_t data[1 << 20];
+    w_scsi_bhs(w, bhs, cdb, flags, edtl);
+    uint32_t itt = get_be32(bhs + 16);
+    if (!w_send_pdu(w, bhs, NULL, 0)) return -1;
+    for (;;) {
+        int dl = w_recv_pdu(w, rsp, data, sizeof data, 5000);
+        if (dl < 0) return -1;
+        uint8_t op = bhs_opcode(rsp);
+        if (op == OP_R2T && get_be32(rsp + 16) == itt) {
+            uint32_t off = get_be32(rsp + 40), len = get_be32(rsp + 44);
+            if (len > sizeof data) return -1;
+            uint8_t d[ISCSI_BHS_LEN] = { OP_DATA_OUT, BHS_F };
+            put_be32(d + 16, itt);
+            put_be32(d + 20, get_be32(rsp + 20));
+            put_be32(d + 40, off);
+            memset(data, 0, len);
+            if (!w_send_pdu(w, d, data, len)) return -1;
+        } else if (op == OP_SCSI_RSP && get_be32(rsp + 16) == itt) {
+            *sk = dl >= 5 ? data[4] & 0x0f : 0;
+            return rsp[3];
+        } else if (op == OP_DATA_IN && (rsp[1] & DIN_S) && get_be32(rsp + 16) == itt) {
+            *sk = 0;
+            return rsp[3];
+        }
+    }
+}
+
+static void cdb10(uint8_t *c, uint8_t op, uint8_t b1, uint32_t lba, uint16_t n)
+{
+    memset(c, 0, 16);
+    c[0] = op; c[1] = b1;
+    put_be32(c + 2, lba);
+    put_be16(c + 7, n);
+}
+
+static void cdb16(uint8_t *c, uint8_t op, uint8_t b1, uint64_t lba, uint32_t n)
+{
+    memset(c, 0, 16);
+    c[0] = op; c[1] = b1;
+    put_be64(c + 2, lba);
+    put_be32(c + 10, n);
+}
+
+/* expect CHECK CONDITION / ILLEGAL REQUEST and a session that still answers */
+static void expect_illegal(struct wconn *w, const char *name, const uint8_t *cdb, uint8_t flags, uint32_t edtl)
+{
+    uint8_t sk = 0;
+    int st = run_cmd(w, cdb, flags, edtl, &sk);
+    result(name, st == SAM_CHECK_CONDITION && sk == SK_ILLEGAL_REQUEST && w_ping(w));
+}
+
+static int mode_verify(void)
+{
+    struct wconn w;
+    uint8_t cdb[16], sk;
+    if (!connect_login(&w, iqn, NULL)) { result("login", false); return 1; }
+    cdb10(cdb, 0x2f, 0x02, 0, 8);
+    expect_illegal(&w, "VERIFY(10) BYTCHK=1 without Data-Out", cdb, 0, 0);
+    cdb16(cdb, 0x8f, 0x02, 0, 8);
+    expect_illegal(&w, "VERIFY(16) BYTCHK=1 with EDTL 512 of 4096", cdb, CMD_W, 512);
+    cdb10(cdb, 0x2f, 0x06, 0, 8);
+    expect_illegal(&w, "VERIFY(10) BYTCHK=3 without Data-Out", cdb, 0, 0);
+    memset(cdb, 0, 16); cdb[0] = 0xaf; cdb[1] = 0x02; put_be32(cdb + 6, 64);
+    expect_illegal(&w, "VERIFY(12) BYTCHK=1 with EDTL 4096 of 32768", cdb, CMD_W, 4096);
+    cdb10(cdb, 0x41, 0, 0, 8);
+    expect_illegal(&w, "WRITE SAME(10) without Data-Out", cdb, 0, 0);
+    cdb16(cdb, 0x93, 0, 0, 8);
+    expect_illegal(&w, "WRITE SAME(16) with EDTL 100 of 512", cdb, CMD_W, 100);
+    memset(cdb, 0, 16); cdb[0] = 0x89; cdb[13] = 2;
+    expect_illegal(&w, "COMPARE AND WRITE with EDTL 512 of 2048", cdb, CMD_W, 512);
+    /* well-formed: the LUN file is sparse, so zeros compare equal */
+    cdb10(cdb, 0x2f, 0x02, 0, 2);
+    result("VERIFY(10) BYTCHK=1 with all data -> GOOD", run_cmd(&w, cdb, CMD_W, 1024, &sk) == SAM_GOOD);
+    cdb10(cdb, 0x2a, 0, 0, 8);
+    result("WRITE(10) with EDTL 512 of 4096 -> GOOD (residual overflow)", run_cmd(&w, cdb, CMD_W, 512, &sk) == SAM_GOOD);
+    close(w.fd);
+    result("target still serving", alive());
+    return failures != 0;
+}
+
+/* ---- busy sessions: reinstatement and target removal ---- */
+
+struct pumper { int fd; atomic_bool stop; pthread_t th; atomic_long sent; };
+
+/* NOP-Outs that want no reply (ITT and TTT reserved): pure receive load on the target. */
+static void *pump_main(void *arg)
+{
+    struct pumper *p = arg;
+    uint8_t buf[ISCSI_BHS_LEN * 64];
+    memset(buf, 0, sizeof buf);
+    for (int i = 0; i < 64; i++) {
+        uint8_t *b = buf + i * ISCSI_BHS_LEN;
+        b[0] = OP_NOP_OUT | BHS_I; b[1] = BHS_F;
+        put_be32(b + 16, ISCSI_RSVD_TAG);
+        put_be32(b + 20, ISCSI_RSVD_TAG);
+    }
+    while (!atomic_load(&p->stop)) {
+        if (!w_send_all(p->fd, buf, sizeof buf)) break;
+        atomic_fetch_add(&p->sent, 1);
+    }
+    return NULL;
+}
+
+static int mode_reinstate(int rounds)
+{
+    int bad = 0;
+    static const uint8_t isid[6] = { 0x80, 0, 0, 0, 0x12, 0x34 };
+    for (int r = 0; r < rounds; r++) {
+        struct wconn a, b;
+        if (!connect_login(&a, iqn, isid)) { bad++; continue; }
+        struct pumper p = { .fd = a.fd };
+        pthread_create(&p.th, NULL, pump_main, &p);
+        while (atomic_load(&p.sent) < 4) usleep(1000);
+        bool ok = connect_login(&b, iqn, isid) && w_ping(&b);   /* takes over the I_T nexus */
+        if (!ok) bad++;
+        bool dropped = w_expect_drop(a.fd, 5000);
+        if (!dropped) bad++;
+        atomic_store(&p.stop, true);
+        shutdown(a.fd, SHUT_RDWR);
+        pthread_join(p.th, NULL);
+        close(a.fd);
+        if (ok) close(b.fd);
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%d reinstatements of a busy session", rounds);
+    result(name, bad == 0);
+    result("target still serving", alive());
+    return failures != 0;
+}
+
+static int mode_pump(int secs, int n)
+{
+    struct pumper *p = calloc((size_t)n, sizeof *p);
+    uint64_t end = w_now_ms() + (uint64_t)secs * 1000;
+    long logins = 0;
+    while (w_now_ms() < end) {
+        for (int i = 0; i < n; i++) {
+            if (p[i].fd > 0 && !atomic_load(&p[i].stop)) continue;
+            if (p[i].fd > 0) { pthread_join(p[i].th, NULL); close(p[i].fd); p[i].fd = 0; }
+            struct wconn w;
+            uint8_t isid[6] = { 0x80, 0, 0, 1, 0, (uint8_t)i };
+            if (!connect_login(&w, iqn, isid)) continue;   /* target may be removed just now */
+            logins++;
+            p[i].fd = w.fd;
+            atomic_store(&p[i].stop, false);
+            pthread_create(&p[i].th, NULL, pump_main, &p[i]);
+        }
+        usleep(20000);
+        for (int i = 0; i < n; i++) {       /* a pumper whose send failed was dropped */
+            struct pollfd pfd = { .fd = p[i].fd, .events = POLLIN };
+            if (p[i].fd > 0 && poll(&pfd, 1, 0) > 0) { atomic_store(&p[i].stop, true); shutdown(p[i].fd, SHUT_RDWR); }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (p[i].fd > 0) { atomic_store(&p[i].stop, true); shutdown(p[i].fd, SHUT_RDWR); pthread_join(p[i].th, NULL); close(p[i].fd); }
+    printf("pump: %ld logins\n", logins);
+    free(p);
+    return 0;
+}
+
+/* ---- output the client never reads ---- */
+
+static int mode_flushclose(int rounds)
+{
+    int bad = 0;
+    static uint8_t payload[8192];
+    memset(payload, 0x5a, sizeof payload);
+    for (int r = 0; r < rounds; r++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int small = 4096;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(w_port) };
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) { bad++; close(fd); continue; }
+        struct wconn w;
+        w_init(&w, fd);
+        if (r & 1) {                 /* before login: continuation PDUs each get an answer */
+            uint8_t bhs[ISCSI_BHS_LEN];
+            fcntl(fd, F_SETFL, O_NONBLOCK);
+            for (int i = 0; i < 300; i++) {
+                w_login_bhs(&w, bhs, w_isid_default, LOGIN_C | (1 << 2));
+                put_be24(bhs + 5, 0);
+                if (send(fd, bhs, ISCSI_BHS_LEN, MSG_NOSIGNAL) != ISCSI_BHS_LEN) break;
+            }
+        } else {                     /* discovery session: NOP pings echo 8 KiB each */
+            if (w_login(&w, INI, NULL, NULL) != 0) { bad++; close(fd); continue; }
+            fcntl(fd, F_SETFL, O_NONBLOCK);
+            for (int i = 0; i < 200; i++) {
+                uint8_t bhs[ISCSI_BHS_LEN];
+                w_cmd_bhs(&w, bhs, OP_NOP_OUT | BHS_I);
+                put_be24(bhs + 5, sizeof payload);
+                struct iovec iov[2] = { { bhs, ISCSI_BHS_LEN }, { payload, sizeof payload } };
+                struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+                if (sendmsg(fd, &m, MSG_NOSIGNAL) != (ssize_t)(ISCSI_BHS_LEN + sizeof payload)) break;
+            }
+        }
+        usleep(20000);               /* let the target queue its answers */
+        w_reset(fd);
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%d resets with unread output queued", rounds);
+    result(name, bad == 0);
+    return failures != 0;
+}
+
+/* Sends while the target accepts within secs; never reads. Returns bytes sent. */
+static long send_for(int fd, const uint8_t *buf, size_t len, int secs, long *npdus, size_t pdu)
+{
+    uint64_t end = w_now_ms() + (uint64_t)secs * 1000;
+    long total = 0;
+    size_t off = 0;
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    while (w_now_ms() < end) {
+        ssize_t n = send(fd, buf + off, len - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+            poll(&pfd, 1, 100);
+            continue;
+        }
+        if (n <= 0) break;                                  /* dropped */
+        total += n;
+        off = (off + (size_t)n) % len;
+    }
+    if (npdus) *npdus = total / (long)pdu;
+    return total;
+}
+
+static int mode_readflood(int hold)
+{
+    struct wconn w;
+    if (!connect_login(&w, iqn, NULL)) { result("login", false); return 1; }
+    uint8_t buf[128 * ISCSI_BHS_LEN];
+    for (int i = 0; i < 128; i++) {
+        uint8_t cdb[16];
+        cdb16(cdb, 0x88, 0, (uint64_t)i * 16384, 16384);     /* 8 MiB of 512-byte blocks */
+        w_scsi_bhs(&w, buf + i * ISCSI_BHS_LEN, cdb, CMD_R, 8u << 20);
+    }
+    long sent = send_for(w.fd, buf, sizeof buf, 3, NULL, 1);
+    printf("readflood: sent %ld of %zu bytes, holding %d s\n", sent, sizeof buf, hold);
+    fflush(stdout);
+    sleep((unsigned)hold);
+    /* now read: every command must complete, the target only paused */
+    fcntl(w.fd, F_SETFL, 0);
+    if (sent < (long)sizeof buf) {                           /* rest of the commands */
+        if (!w_send_all(w.fd, buf + sent, sizeof buf - (size_t)sent)) { result("send rest", false); return 1; }
+    }
+    int done = 0;
+    static uint8_t data[300000];
+    uint8_t rsp[ISCSI_BHS_LEN];
+    while (done < 128) {
+        int dl = w_recv_pdu(&w, rsp, data, sizeof data, 10000);
+        if (dl < 0) break;
+        if ((bhs_opcode(rsp) == OP_DATA_IN && (rsp[1] & DIN_S)) || bhs_opcode(rsp) == OP_SCSI_RSP) done++;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "all 128 READs completed once read (%d)", done);
+    result(name, done == 128 && w_ping(&w));
+    close(w.fd);
+    return failures != 0;
+}
+
+static int mode_nopflood(int secs)
+{
+    struct wconn w;
+    int fd = w_dial_from(NULL);
+    w_init(&w, fd);
+    if (fd < 0 || w_login(&w, INI, NULL, NULL) != 0) { result("discovery login", false); return 1; }
+    static uint8_t buf[64 * (ISCSI_BHS_LEN + 4096)];
+    for (int i = 0; i < 64; i++) {
+        uint8_t *b = buf + i * (ISCSI_BHS_LEN + 4096);
+        w_cmd_bhs(&w, b, OP_NOP_OUT | BHS_I);
+        put_be24(b + 5, 4096);
+        memset(b + ISCSI_BHS_LEN, 'n', 4096);
+    }
+    long pdus;
+    long sent = send_for(fd, buf, sizeof buf, secs, &pdus, ISCSI_BHS_LEN + 4096);
+    printf("nopflood: sent %ld bytes (%ld pings)\n", sent, pdus);
+    close(fd);
+    return 0;
+}
+
+static int mode_loginflood(int secs)
+{
+    struct wconn w;
+    int fd = w_dial_from(NULL);
+    w_init(&w, fd);
+    static uint8_t buf[256 * (ISCSI_BHS_LEN + 16)];
+    for (int i = 0; i < 256; i++) {
+        uint8_t *b = buf + i * (ISCSI_BHS_LEN + 16);
+        w_login_bhs(&w, b, w_isid_default, LOGIN_C | (1 << 2));
+        put_be24(b + 5, 16);
+        memcpy(b + ISCSI_BHS_LEN, "X=YYYYYYYYYYYYYY", 16);
+    }
+    long pdus;
+    long sent = send_for(fd, buf, sizeof buf, secs, &pdus, ISCSI_BHS_LEN + 16);
+    printf("loginflood: sent %ld bytes (%ld PDUs)\n", sent, pdus);
+    close(fd);
+    return 0;
+}
+
+static int mode_conns(int n, const char *src)
+{
+    int *fds = calloc((size_t)n, sizeof *fds), opened = 0, kept = 0;
+    for (int i = 0; i < n; i++) { fds[i] = w_dial_from(src); if (fds[i] >= 0) opened++; }
+    usleep(500000);
+    for (int i = 0; i < n; i++) {
+        if (fds[i] < 0) continue;
+        struct pollfd pfd = { .fd = fds[i], .events = POLLIN };
+        if (poll(&pfd, 1, 0) == 0) kept++;                  /* no EOF: still open */
+    }
+    printf("conns: opened %d kept %d\n", opened, kept);
+    fflush(stdout);
+    if (getenv("CONNS_HOLD")) sleep((unsigned)atoi(getenv("CONNS_HOLD")));
+    for (int i = 0; i < n; i++) if (fds[i] >= 0) close(fds[i]);
+    free(fds);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (argc < 3) goto usage;
+    const char *m = argv[1];
+    w_port = atoi(argv[2]);
+    if (!strcmp(m, "verify") && argc == 4) { iqn = argv[3]; return mode_verify(); }
+    if (!strcmp(m, "reinstate") && argc == 5) { iqn = argv[3]; return mode_reinstate(atoi(argv[4])); }
+    if (!strcmp(m, "pump") && argc == 6) { iqn = argv[3]; return mode_pump(atoi(argv[4]), atoi(argv[5])); }
+    if (!strcmp(m, "flushclose") && argc == 4) return mode_flushclose(atoi(argv[3]));
+    if (!strcmp(m, "readflood") && argc == 5) { iqn = argv[3]; return mode_readflood(atoi(argv[4])); }
+    if (!strcmp(m, "nopflood") && argc == 4) return mode_nopflood(atoi(argv[3]));
+    if (!strcmp(m, "loginflood") && argc == 4) return mode_loginflood(atoi(argv[3]));
+    if (!strcmp(m, "conns") && argc == 5) return mode_conns(atoi(argv[3]), argv[4]);
+usage:
+    fprintf(stderr, "usage: see the header of tests/tools/iscsi_hostile.c\n");
+    return 2;
+}
