@@ -395,26 +395,24 @@ void conn_check_timeouts(struct net_thread *nt)
 
 void conn_on_event(struct iscsi_conn *c, uint32_t events)
 {
+    /* Every step below may close c (a write error in conn_flush, a fatal PDU); the
+     * reference keeps it readable until the end of this function. */
+    atomic_fetch_add(&c->refs, 1);
     if (events & EPOLLOUT) conn_flush(c);
-    if (c->dead) return;
-    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-        if (c->rx_len == c->rx_cap) { conn_close(c); return; }
-        ssize_t n = read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    if (!c->dead && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
+        ssize_t n = c->rx_len == c->rx_cap ? -2 : read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
+        if (n == -2 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             conn_flush(c);
             conn_close(c);
-            return;
-        }
-        if (n > 0) {
+        } else if (n > 0) {
             c->rx_len += (size_t)n;
-            atomic_fetch_add(&c->refs, 1);                   /* dispatch may close c */
             if (process_rx(c) < 0) {
                 conn_flush(c);       /* e.g. a login reject that explains the drop */
                 conn_close(c);
             } else {
                 conn_flush(c);
             }
-            conn_put(c);
         }
     }
+    conn_put(c);
 }
