@@ -115,7 +115,18 @@ void conn_close(struct iscsi_conn *c)
     if (c->tgt && !c->discovery)                     /* I_T nexus loss ends RESERVE(6) */
         for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
     log_debug("iscsi: connection closed (%s)", c->initiator[0] ? c->initiator : "no login");
-    conn_put(c);
+    c->next = c->nt->reap;                           /* the thread's reference, dropped later */
+    c->nt->reap = c;
+}
+
+void conn_reap(struct net_thread *nt)
+{
+    while (nt->reap) {
+        struct iscsi_conn *c = nt->reap;
+        nt->reap = c->next;
+        c->next = NULL;
+        conn_put(c);
+    }
 }
 
 /* ---- transmit ---- */

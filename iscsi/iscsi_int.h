@@ -132,6 +132,7 @@ struct net_thread {
     int new_fds[64];
     unsigned nnew;
     struct iscsi_conn *conns;
+    struct iscsi_conn *reap;           /* closed, freed after the current epoll batch */
 };
 
 struct iscsi_server {
@@ -172,7 +173,10 @@ bool tgt_acl_allows(const struct iscsi_tgt *t, const char *initiator);
 void conn_new(struct net_thread *nt, int fd);
 void conn_on_event(struct iscsi_conn *c, uint32_t events);
 void conn_check_timeouts(struct net_thread *nt);
+/* Closes the socket; the memory stays valid until conn_reap() (end of the epoll batch,
+ * whose later events may still point at c). */
 void conn_close(struct iscsi_conn *c);
+void conn_reap(struct net_thread *nt);
 void conn_put(struct iscsi_conn *c);
 void conn_task_done(struct iscsi_task *t);   /* on the conn's thread after a worker ran it */
 void conn_flush(struct iscsi_conn *c);

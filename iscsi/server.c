@@ -303,7 +303,7 @@ static void conn_event_charged(struct iscsi_conn *c, uint32_t events)
 {
     struct nasd_io_stats *st = c->tgt ? nasd_stats_get(c->tgt->stats) : NULL;
     uint64_t cpu0 = st ? nasd_thread_cpu_ns() : 0, measured0 = iscsi_task_cpu_measured;
-    conn_on_event(c, events); /* may free c */
+    conn_on_event(c, events); /* may close c; it is freed after the batch */
     if (!st) return;
     uint64_t spent = nasd_thread_cpu_ns() - cpu0, measured = iscsi_task_cpu_measured - measured0;
     if (spent > measured) nasd_stats_add_cpu(st, spent - measured);
@@ -326,8 +326,10 @@ static void *net_main(void *arg)
             else if (kind == KIND_EVENT) on_kick(nt);
             else conn_event_charged(ev[i].data.ptr, ev[i].events);
         }
+        conn_reap(nt);          /* nothing in ev[] points at a closed connection any more */
     }
     while (nt->conns) conn_close(nt->conns);
+    conn_reap(nt);
     return NULL;
 }
 

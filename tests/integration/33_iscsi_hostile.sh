@@ -46,5 +46,21 @@ start
 run verify "$port" "$IQN"
 stop verify
 
+echo "== #11.2 sessions dropped while their events are pending (reinstatement, target removal)"
+start
+run reinstate "$port" "$IQN" 40
+"$H" pump "$port" "$IQN" 8 6 >"$tmp/pump.out" 2>&1 &
+pump=$!
+for _ in $(seq 12); do sleep 0.3; kill -USR1 "$pid"; sleep 0.3; kill -USR2 "$pid"; done
+wait $pump; cat "$tmp/pump.out"
+run reinstate "$port" "$IQN" 1
+stop "reinstate, remove/re-add"
+
+echo "== #11.3 write error on a connection with queued output"
+start
+run flushclose "$port" 60
+run reinstate "$port" "$IQN" 1
+stop flushclose
+
 [ $fail = 0 ] && echo "PASS" || echo "FAIL"
 exit $fail
