@@ -49,6 +49,26 @@ static void local_addr(struct iscsi_conn *c)
     snprintf(c->local_addr, sizeof c->local_addr, "%s:%d", ip, port);
 }
 
+/* The initiator's address as 16 bytes (IPv4 mapped into IPv6) and as text. */
+static void peer_addr(struct iscsi_conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    memset(c->peer, 0, sizeof c->peer);
+    snprintf(c->peer_str, sizeof c->peer_str, "?");
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &sl)) return;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        c->peer[10] = c->peer[11] = 0xff;
+        memcpy(c->peer + 12, &a->sin_addr, 4);
+        inet_ntop(AF_INET, &a->sin_addr, c->peer_str, sizeof c->peer_str);
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        memcpy(c->peer, &a->sin6_addr, 16);
+        inet_ntop(AF_INET6, &a->sin6_addr, c->peer_str, sizeof c->peer_str);
+    }
+}
+
 void conn_new(struct net_thread *nt, int fd)
 {
     struct iscsi_conn *c = calloc(1, sizeof *c);
@@ -73,8 +93,12 @@ void conn_new(struct net_thread *nt, int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);   /* reap vanished initiators */
     local_addr(c);
+    peer_addr(c);
+    if (server_conn_admit(nt->srv, c)) { free(c->rx); free(c); close(fd); return; }
+    c->ev_mask = EPOLLIN;
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
     if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        server_conn_release(nt->srv, c);
         free(c->rx); free(c); close(fd); return;
     }
     c->next = nt->conns;
@@ -111,6 +135,11 @@ void conn_close(struct iscsi_conn *c)
     if (c->next) c->next->prev = c->prev;
     c->next = c->prev = NULL;
     server_session_unregister(c->nt->srv, c);
+    server_conn_release(c->nt->srv, c);
+    for (struct tx_buf *b = c->tx_head, *n; b; b = n) { n = b->next; tx_release(b); }
+    c->tx_head = c->tx_tail = NULL;
+    conn_queued_add(c, -(int64_t)c->tx_bytes);
+    c->tx_bytes = 0;
     task_free_all(c);
     if (c->tgt && !c->discovery)                     /* I_T nexus loss ends RESERVE(6) */
         for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
@@ -130,6 +159,30 @@ void conn_reap(struct net_thread *nt)
 }
 
 /* ---- transmit ---- */
+
+void conn_queued_add(struct iscsi_conn *c, int64_t delta)
+{
+    atomic_fetch_add(&c->nt->srv->queued, (uint64_t)delta);
+}
+
+/* Over the output bound? resume=true asks with the lower (restart) thresholds. */
+static bool tx_over(struct iscsi_conn *c, bool resume)
+{
+    uint64_t own = c->tx_bytes + c->din_pending;
+    if (own >= (resume ? ISCSI_TX_LOW : ISCSI_TX_HIGH)) return true;
+    return own > (resume ? ISCSI_TX_SHARE / 2 : ISCSI_TX_SHARE) &&
+           atomic_load(&c->nt->srv->queued) > ISCSI_TX_GLOBAL;
+}
+
+static void update_events(struct iscsi_conn *c)
+{
+    if (c->dead) return;
+    uint32_t want = (c->rx_paused ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0);
+    if (want == c->ev_mask) return;
+    c->ev_mask = want;
+    struct epoll_event ev = { .events = want, .data.ptr = c };
+    epoll_ctl(c->nt->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
 
 struct tx_buf *tx_new(struct iscsi_conn *c, uint8_t opcode)
 {
@@ -172,6 +225,9 @@ void tx_queue(struct iscsi_conn *c, struct tx_buf *b)
     }
     if (c->tx_tail) c->tx_tail->next = b; else c->tx_head = b;
     c->tx_tail = b;
+    size_t tot = b->hlen + b->dlen + b->tlen;
+    c->tx_bytes += tot;
+    conn_queued_add(c, (int64_t)tot);
 }
 
 /* StatSN / ExpCmdSN / MaxCmdSN at bytes 24..35 of target PDUs. */
@@ -186,10 +242,8 @@ void conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance_statsn)
 
 static void set_epollout(struct iscsi_conn *c, bool on)
 {
-    if (c->want_out == on || c->dead) return;
     c->want_out = on;
-    struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c };
-    epoll_ctl(c->nt->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    update_events(c);
 }
 
 void conn_flush(struct iscsi_conn *c)
@@ -218,17 +272,20 @@ void conn_flush(struct iscsi_conn *c)
             conn_close(c);
             return;
         }
-        size_t done = (size_t)w + c->tx_off;
+        size_t done = (size_t)w + c->tx_off, freed = 0;
         while (c->tx_head) {
             struct tx_buf *b = c->tx_head;
             size_t tot = b->hlen + b->dlen + b->tlen;
             if (done < tot) break;
             done -= tot;
+            freed += tot;
             c->tx_head = b->next;
             if (!c->tx_head) c->tx_tail = NULL;
             tx_release(b);
         }
         c->tx_off = done;
+        c->tx_bytes -= freed;
+        conn_queued_add(c, -(int64_t)freed);
     }
     if (c->dead) return;
     set_epollout(c, false);
@@ -355,6 +412,7 @@ static int process_rx(struct iscsi_conn *c)
     size_t off = 0;
     int rc = 0;
     while (c->rx_len - off >= ISCSI_BHS_LEN && !c->dead) {
+        if (tx_over(c, false)) { c->rx_paused = true; break; }   /* resumed by conn_resume_rx */
         uint8_t *bhs = c->rx + off;
         uint32_t ahs = bhs_ahs_len(bhs), dl = bhs_data_len(bhs);
         bool hd = c->hdigest, dd = c->ddigest;
@@ -404,13 +462,27 @@ void conn_check_timeouts(struct net_thread *nt)
     }
 }
 
+/* Called after output shrank (a flush, a command back from a worker): reads the PDUs
+ * left in rx while paused once the connection is below the bound again. */
+void conn_resume_rx(struct iscsi_conn *c)
+{
+    while (!c->dead && c->rx_paused && !tx_over(c, true)) {
+        c->rx_paused = false;
+        if (process_rx(c) < 0) { conn_flush(c); conn_close(c); return; }
+        conn_flush(c);
+    }
+    update_events(c);
+}
+
 void conn_on_event(struct iscsi_conn *c, uint32_t events)
 {
     /* Every step below may close c (a write error in conn_flush, a fatal PDU); the
      * reference keeps it readable until the end of this function. */
     atomic_fetch_add(&c->refs, 1);
     if (events & EPOLLOUT) conn_flush(c);
-    if (!c->dead && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
+    if (!c->dead && c->rx_paused) {
+        if (events & (EPOLLERR | EPOLLHUP)) conn_close(c);     /* peer gone while paused */
+    } else if (!c->dead && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
         ssize_t n = c->rx_len == c->rx_cap ? -2 : read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
         if (n == -2 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             conn_flush(c);
@@ -425,5 +497,6 @@ void conn_on_event(struct iscsi_conn *c, uint32_t events)
             }
         }
     }
+    conn_resume_rx(c);
     conn_put(c);
 }

@@ -243,6 +243,10 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
     uint8_t csg = (bhs[1] >> 2) & 3, nsg = bhs[1] & 3;
     r.csg = csg; r.nsg = nsg;
     if (c->close_after_flush) return 0;
+    if (++c->login_pdus > ISCSI_LOGIN_MAX_PDUS) {           /* each one is answered: bound it */
+        log_info("iscsi: more than %u login PDUs from %s, dropping", ISCSI_LOGIN_MAX_PDUS, c->peer_str);
+        return login_fail(c, bhs, &r, ST_INITIATOR_ERROR);
+    }
     if (!c->login_started) {
         c->login_started = true;
         memcpy(c->isid, bhs + 8, 6);
@@ -312,6 +316,7 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
         c->login_stage = nsg;
         if (nsg == 3) {
             c->phase = PH_FFP;
+            server_conn_logged_in(c->nt->srv, c);
             if (!c->discovery) server_session_register(c->nt->srv, c);
             c->hdigest = c->neg_hdigest;      /* digests start with the next PDU */
             c->ddigest = c->neg_ddigest;

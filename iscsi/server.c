@@ -193,6 +193,71 @@ void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c)
     pthread_mutex_unlock(&s->sess_lock);
 }
 
+/* ---- connection caps ---- */
+
+void iscsi_server_set_limits(struct iscsi_server *s, const struct iscsi_limits *l)
+{
+    pthread_mutex_lock(&s->cap_lock);
+    s->limits = *l;
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
+static struct peer_count *peer_find(struct iscsi_server *s, const uint8_t *addr)
+{
+    for (unsigned i = 0; i < s->npeers; i++)
+        if (!memcmp(s->peers[i].addr, addr, 16)) return &s->peers[i];
+    return NULL;
+}
+
+int server_conn_admit(struct iscsi_server *s, struct iscsi_conn *c)
+{
+    const char *why = NULL;
+    pthread_mutex_lock(&s->cap_lock);
+    struct peer_count *p = peer_find(s, c->peer);
+    if (s->nconns >= s->limits.max_conns) why = "connection limit";
+    else if (s->nprelogin >= s->limits.max_prelogin) why = "limit of connections not logged in";
+    else if (p && p->n >= s->limits.max_per_addr) why = "per-address connection limit";
+    else if (!p) {
+        if (s->npeers == s->peers_cap) {
+            unsigned ncap = s->peers_cap ? 2 * s->peers_cap : 64;
+            struct peer_count *np = realloc(s->peers, ncap * sizeof *np);
+            if (!np) why = "out of memory";
+            else { s->peers = np; s->peers_cap = ncap; }
+        }
+        if (!why) { p = &s->peers[s->npeers++]; memcpy(p->addr, c->peer, 16); p->n = 0; }
+    }
+    if (!why) {
+        p->n++;
+        s->nconns++;
+        s->nprelogin++;
+        c->counted_prelogin = true;
+        c->admitted = true;
+    }
+    unsigned n = s->nconns;
+    pthread_mutex_unlock(&s->cap_lock);
+    if (why) log_warn("iscsi: refusing connection from %s: %s (%u connections)", c->peer_str, why, n);
+    return why ? -1 : 0;
+}
+
+void server_conn_logged_in(struct iscsi_server *s, struct iscsi_conn *c)
+{
+    pthread_mutex_lock(&s->cap_lock);
+    if (c->counted_prelogin) { s->nprelogin--; c->counted_prelogin = false; }
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
+void server_conn_release(struct iscsi_server *s, struct iscsi_conn *c)
+{
+    if (!c->admitted) return;
+    pthread_mutex_lock(&s->cap_lock);
+    c->admitted = false;
+    s->nconns--;
+    if (c->counted_prelogin) { s->nprelogin--; c->counted_prelogin = false; }
+    struct peer_count *p = peer_find(s, c->peer);
+    if (p && --p->n == 0) *p = s->peers[--s->npeers];
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
 /* ---- worker pool ---- */
 
 void worker_submit(struct iscsi_server *s, struct iscsi_task *t)
@@ -255,7 +320,13 @@ static void accept_new(struct net_thread *nt)
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) log_warn("iscsi: accept: %s", strerror(errno));
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* out of descriptors: stop polling the listener for a while instead of
+                 * spinning on it (level-triggered) */
+                log_warn("iscsi: accept: %s, pausing accepts", strerror(errno));
+                epoll_ctl(nt->epfd, EPOLL_CTL_DEL, s->listen_fd, NULL);
+                nt->accept_resume_ns = nasd_now_ns() + 200000000ull;
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK) log_warn("iscsi: accept: %s", strerror(errno));
             return;
         }
         struct net_thread *to = &s->nt[atomic_fetch_add(&s->rr, 1) % s->nnet];
@@ -316,8 +387,13 @@ static void *net_main(void *arg)
     struct epoll_event ev[64];
     uint64_t last_check = nasd_now_ns();
     while (!atomic_load(&nt->stop)) {
-        int n = epoll_wait(nt->epfd, ev, 64, 1000);
+        int n = epoll_wait(nt->epfd, ev, 64, nt->accept_resume_ns ? 200 : 1000);
         uint64_t now = nasd_now_ns();
+        if (nt->accept_resume_ns && now >= nt->accept_resume_ns) {
+            nt->accept_resume_ns = 0;
+            struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &listen_kind };
+            epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->srv->listen_fd, &lev);
+        }
         if (now - last_check > 1000000000ull) { conn_check_timeouts(nt); last_check = now; }
         if (n < 0) { if (errno == EINTR) continue; log_err("iscsi: epoll_wait: %s", strerror(errno)); break; }
         for (int i = 0; i < n; i++) {
@@ -346,6 +422,8 @@ struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *e
     pthread_rwlock_init(&s->tgt_lock, NULL);
     pthread_mutex_init(&s->wq_lock, NULL);
     pthread_mutex_init(&s->sess_lock, NULL);
+    pthread_mutex_init(&s->cap_lock, NULL);
+    s->limits = (struct iscsi_limits){ .max_conns = 1024, .max_per_addr = 64, .max_prelogin = 128 };
     pthread_cond_init(&s->wq_cond, NULL);
     atomic_init(&s->next_tsih, 0);
     s->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -436,7 +514,9 @@ void iscsi_server_stop(struct iscsi_server *s)
     pthread_rwlock_destroy(&s->tgt_lock);
     pthread_mutex_destroy(&s->wq_lock);
     pthread_mutex_destroy(&s->sess_lock);
+    pthread_mutex_destroy(&s->cap_lock);
     pthread_cond_destroy(&s->wq_cond);
+    free(s->peers);
     free(s);
 }
 

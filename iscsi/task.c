@@ -168,6 +168,11 @@ static void task_execute(struct iscsi_task *t)
     t->state = TS_EXEC;
     if (t->sc.slow) {
         cpu_pause(t);
+        if (t->sc.dir == DIR_IN) {               /* output to come: counts against the bound */
+            t->din_hold = t->sc.din_full < t->sc.din_max ? t->sc.din_full : t->sc.din_max;
+            c->din_pending += t->din_hold;
+            conn_queued_add(c, t->din_hold);
+        }
         atomic_fetch_add(&c->refs, 1);
         worker_submit(c->nt->srv, t);
         return;
@@ -181,8 +186,11 @@ void conn_task_done(struct iscsi_task *t)
 {
     struct iscsi_conn *c = t->conn;
     t->cpu_mark = cpu_now();
+    c->din_pending -= t->din_hold;
+    conn_queued_add(c, -(int64_t)t->din_hold);
     task_respond(t);
     conn_flush(c);
+    conn_resume_rx(c);
     conn_put(c);
 }
 

@@ -256,21 +256,24 @@ static int mode_flushclose(int rounds)
     return failures != 0;
 }
 
-/* Sends while the target accepts within secs; never reads. Returns bytes sent. */
-static long send_for(int fd, const uint8_t *buf, size_t len, int secs, long *npdus, size_t pdu)
+static bool send_dropped;          /* the last send_for ended on a send error */
+
+/* Sends buf repeatedly (once if once) while the target accepts within secs; never reads. */
+static long send_for(int fd, const uint8_t *buf, size_t len, int secs, long *npdus, size_t pdu, bool once)
 {
     uint64_t end = w_now_ms() + (uint64_t)secs * 1000;
     long total = 0;
     size_t off = 0;
+    send_dropped = false;
     fcntl(fd, F_SETFL, O_NONBLOCK);
-    while (w_now_ms() < end) {
+    while (w_now_ms() < end && !(once && total == (long)len)) {
         ssize_t n = send(fd, buf + off, len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EAGAIN) {
             struct pollfd pfd = { .fd = fd, .events = POLLOUT };
             poll(&pfd, 1, 100);
             continue;
         }
-        if (n <= 0) break;                                  /* dropped */
+        if (n <= 0) { send_dropped = true; break; }
         total += n;
         off = (off + (size_t)n) % len;
     }
@@ -288,7 +291,7 @@ static int mode_readflood(int hold)
         cdb16(cdb, 0x88, 0, (uint64_t)i * 16384, 16384);     /* 8 MiB of 512-byte blocks */
         w_scsi_bhs(&w, buf + i * ISCSI_BHS_LEN, cdb, CMD_R, 8u << 20);
     }
-    long sent = send_for(w.fd, buf, sizeof buf, 3, NULL, 1);
+    long sent = send_for(w.fd, buf, sizeof buf, 3, NULL, 1, true);
     printf("readflood: sent %ld of %zu bytes, holding %d s\n", sent, sizeof buf, hold);
     fflush(stdout);
     sleep((unsigned)hold);
@@ -326,8 +329,8 @@ static int mode_nopflood(int secs)
         memset(b + ISCSI_BHS_LEN, 'n', 4096);
     }
     long pdus;
-    long sent = send_for(fd, buf, sizeof buf, secs, &pdus, ISCSI_BHS_LEN + 4096);
-    printf("nopflood: sent %ld bytes (%ld pings)\n", sent, pdus);
+    long sent = send_for(fd, buf, sizeof buf, secs, &pdus, ISCSI_BHS_LEN + 4096, false);
+    printf("nopflood: sent %ld bytes (%ld pings)%s\n", sent, pdus, send_dropped ? " dropped" : "");
     close(fd);
     return 0;
 }
@@ -337,16 +340,15 @@ static int mode_loginflood(int secs)
     struct wconn w;
     int fd = w_dial_from(NULL);
     w_init(&w, fd);
-    static uint8_t buf[256 * (ISCSI_BHS_LEN + 16)];
+    static uint8_t buf[256 * ISCSI_BHS_LEN];      /* empty continuations: nothing accumulates */
     for (int i = 0; i < 256; i++) {
-        uint8_t *b = buf + i * (ISCSI_BHS_LEN + 16);
+        uint8_t *b = buf + i * ISCSI_BHS_LEN;
         w_login_bhs(&w, b, w_isid_default, LOGIN_C | (1 << 2));
-        put_be24(b + 5, 16);
-        memcpy(b + ISCSI_BHS_LEN, "X=YYYYYYYYYYYYYY", 16);
     }
     long pdus;
-    long sent = send_for(fd, buf, sizeof buf, secs, &pdus, ISCSI_BHS_LEN + 16);
-    printf("loginflood: sent %ld bytes (%ld PDUs)\n", sent, pdus);
+    long sent = send_for(fd, buf, sizeof buf, secs, &pdus, ISCSI_BHS_LEN, false);
+    if (!send_dropped) send_dropped = w_expect_drop(fd, 1000);
+    printf("loginflood: sent %ld bytes (%ld PDUs)%s\n", sent, pdus, send_dropped ? " dropped" : "");
     close(fd);
     return 0;
 }
