@@ -143,7 +143,7 @@ void conn_close(struct iscsi_conn *c)
     task_free_all(c);
     if (c->tgt && !c->discovery)                     /* I_T nexus loss ends RESERVE(6) */
         for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
-    log_debug("iscsi: connection closed (%s)", c->initiator[0] ? c->initiator : "no login");
+    log_debug("iscsi: connection closed (%s)", c->initiator[0] ? c->ini_log : "no login");
     c->next = c->nt->reap;                           /* the thread's reference, dropped later */
     c->nt->reap = c;
 }

@@ -119,6 +119,7 @@ struct iscsi_conn {
     char *login_acc;                   /* accumulated text for C-bit continuations */
     size_t login_acc_len;
     char initiator[224];
+    char ini_log[320];                 /* initiator escaped for the log (util/log) */
     char nexus[NEXUS_LEN];
     uint8_t isid[6];
     uint16_t tsih;
@@ -180,6 +181,10 @@ struct iscsi_server {
     struct peer_count { uint8_t addr[16]; unsigned n; } *peers;
     unsigned npeers, peers_cap;
     _Atomic uint64_t queued;           /* sum of tx_bytes + din_pending of all connections */
+    /* CHAP challenges recently sent (cap_lock): a mutual-CHAP challenge equal to one of
+     * them is a reflection attempt */
+    uint8_t sent_chal[64][16];
+    unsigned sent_chal_next;
 };
 
 enum { KIND_CONN = 1, KIND_EVENT, KIND_LISTEN };
@@ -200,6 +205,10 @@ bool tgt_acl_allows(const struct iscsi_tgt *t, const char *initiator);
 int server_conn_admit(struct iscsi_server *s, struct iscsi_conn *c);
 void server_conn_release(struct iscsi_server *s, struct iscsi_conn *c);
 void server_conn_logged_in(struct iscsi_server *s, struct iscsi_conn *c);
+
+/* Remember a CHAP challenge we sent / was this one sent by us recently? */
+void server_chap_sent(struct iscsi_server *s, const uint8_t chal[16]);
+bool server_chap_was_sent(struct iscsi_server *s, const uint8_t *chal, size_t len);
 
 /* conn.c */
 /* Output accounting (tx queue and data-in held by workers), and the check run after a

@@ -119,6 +119,7 @@ static uint16_t login_identify(struct iscsi_conn *c, const struct text_list *kl,
     const char *tname = text_get(kl, "TargetName");
     if (!iname || !*iname || strlen(iname) >= sizeof c->initiator) return ST_MISSING_PARAM;
     snprintf(c->initiator, sizeof c->initiator, "%s", iname);
+    nasd_log_escape(iname, strlen(iname), c->ini_log, sizeof c->ini_log);
     snprintf(c->nexus, sizeof c->nexus, "%s,i,0x%02x%02x%02x%02x%02x%02x", iname,
              c->isid[0], c->isid[1], c->isid[2], c->isid[3], c->isid[4], c->isid[5]);
     if (stype && !strcmp(stype, "Discovery")) { c->discovery = true; return ST_SUCCESS; }
@@ -128,7 +129,7 @@ static uint16_t login_identify(struct iscsi_conn *c, const struct text_list *kl,
     if (!c->tgt) return ST_NOT_FOUND;
     for (unsigned i = 0; i < c->tgt->nlus; i++) c->lu_gen[i] = atomic_load(&c->tgt->lus[i].reset_gen);
     if (!tgt_acl_allows(c->tgt, iname)) {
-        log_info("iscsi: initiator %s not allowed on %s", iname, tname);
+        log_info("iscsi: initiator %s not allowed on %s", c->ini_log, c->tgt->cfg.iqn);
         return ST_FORBIDDEN;
     }
     text_add(&r->keys, "TargetPortalGroupTag", "%d", ISCSI_TPGT);
@@ -171,6 +172,7 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
         text_add(&r->keys, "CHAP_A", "5");
         text_add(&r->keys, "CHAP_I", "%u", c->chap_id);
         text_add(&r->keys, "CHAP_C", "%s", hex);
+        server_chap_sent(c->nt->srv, c->chap_chal);
         c->chap = CHAP_WAIT_R;
         return ST_SUCCESS;
     }
@@ -181,7 +183,9 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
         int gl = text_decode_binary(cr, got, sizeof got);
         chap_md5_response(c->chap_id, cfg->chap_secret, c->chap_chal, sizeof c->chap_chal, want);
         if (strcmp(cn, cfg->chap_user) || gl != 16 || memcmp(got, want, 16)) {
-            log_info("iscsi: CHAP authentication failed for %s (user '%s')", c->initiator, cn);
+            char user[NASD_LOG_ESC_SIZE(64)];
+            nasd_log_escape(cn, strnlen(cn, 64), user, sizeof user);
+            log_info("iscsi: CHAP authentication failed for %s (user '%s')", c->ini_log, user);
             return ST_AUTH_FAILED;
         }
         const char *mi = text_get(kl, "CHAP_I"), *mc = text_get(kl, "CHAP_C");
@@ -191,8 +195,18 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
             int cl = mc ? text_decode_binary(mc, chal, sizeof chal) : -1;
             if (!mi || text_parse_number(mi, &id) || id > 255 || cl <= 0 || !cfg->mutual_user[0])
                 return ST_AUTH_FAILED;
-            if ((size_t)cl == sizeof c->chap_chal && !memcmp(chal, c->chap_chal, (size_t)cl))
-                return ST_AUTH_FAILED;                        /* reflected challenge */
+            /* RFC 7143 12.1.3: a challenge as long as our own (16 bytes, at least as
+             * strong as MD5), and never one we sent: answering it would hand the
+             * initiator a response it could replay to us (reflection). */
+            if (cl < (int)sizeof c->chap_chal) {
+                log_info("iscsi: mutual CHAP challenge of %d bytes from %s refused (need 16)", cl, c->ini_log);
+                return ST_AUTH_FAILED;
+            }
+            if ((cl == (int)sizeof c->chap_chal && !memcmp(chal, c->chap_chal, sizeof c->chap_chal)) ||
+                server_chap_was_sent(c->nt->srv, chal, (size_t)cl)) {
+                log_info("iscsi: mutual CHAP challenge from %s is one the target sent, refused", c->ini_log);
+                return ST_AUTH_FAILED;
+            }
             uint8_t resp[16];
             char hex[35];
             chap_md5_response((uint8_t)id, cfg->mutual_secret, chal, (size_t)cl, resp);
@@ -280,7 +294,13 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
     c->login_acc_len = 0;
     if (perr) return login_fail(c, bhs, &r, ST_INITIATOR_ERROR);
 
-    for (unsigned i = 0; i < kl.n; i++) log_debug("iscsi: login key %s=%s", kl.p[i].key, kl.p[i].value);
+    if (nasd_log_level >= LOG_DEBUG)
+        for (unsigned i = 0; i < kl.n; i++) {
+            char k[NASD_LOG_ESC_SIZE(64)], v[512];
+            nasd_log_escape(kl.p[i].key, strlen(kl.p[i].key), k, sizeof k);
+            nasd_log_escape(kl.p[i].value, strlen(kl.p[i].value), v, sizeof v);
+            log_debug("iscsi: login key %s=%s", k, v);
+        }
     uint16_t st;
     if (!c->initiator[0]) {
         st = login_identify(c, &kl, &r);
@@ -323,7 +343,7 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
             free(c->login_acc);
             c->login_acc = NULL;
             log_info("iscsi: %s session from %s%s%s (digests %s/%s)", c->discovery ? "discovery" : "normal",
-                     c->initiator, c->tgt ? " to " : "", c->tgt ? c->tgt->cfg.iqn : "",
+                     c->ini_log, c->tgt ? " to " : "", c->tgt ? c->tgt->cfg.iqn : "",
                      c->hdigest ? "crc32c" : "none", c->ddigest ? "crc32c" : "none");
         }
     }

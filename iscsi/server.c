@@ -258,6 +258,23 @@ void server_conn_release(struct iscsi_server *s, struct iscsi_conn *c)
     pthread_mutex_unlock(&s->cap_lock);
 }
 
+void server_chap_sent(struct iscsi_server *s, const uint8_t chal[16])
+{
+    pthread_mutex_lock(&s->cap_lock);
+    memcpy(s->sent_chal[s->sent_chal_next++ % 64], chal, 16);
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
+bool server_chap_was_sent(struct iscsi_server *s, const uint8_t *chal, size_t len)
+{
+    bool hit = false;
+    if (len != 16) return false;
+    pthread_mutex_lock(&s->cap_lock);
+    for (unsigned i = 0; i < 64 && i < s->sent_chal_next && !hit; i++) hit = !memcmp(s->sent_chal[i], chal, 16);
+    pthread_mutex_unlock(&s->cap_lock);
+    return hit;
+}
+
 /* ---- worker pool ---- */
 
 void worker_submit(struct iscsi_server *s, struct iscsi_task *t)
@@ -354,10 +371,10 @@ static void on_kick(struct net_thread *nt)
         for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
             next = c->next;
             if (c->tgt && atomic_load(&c->tgt->removed)) {
-                log_info("iscsi: dropping session of %s (target removed/replaced)", c->initiator);
+                log_info("iscsi: dropping session of %s (target removed/replaced)", c->ini_log);
                 conn_close(c);
             } else if (atomic_load(&c->reinstated)) {
-                log_info("iscsi: dropping session of %s (reinstated by a new login)", c->initiator);
+                log_info("iscsi: dropping session of %s (reinstated by a new login)", c->ini_log);
                 conn_close(c);
             }
         }

@@ -62,5 +62,20 @@ run flushclose "$port" 60
 run reinstate "$port" "$IQN" 1
 stop flushclose
 
+echo "== #11.9 mutual CHAP: short and reflected initiator challenges"
+start --chap alice:alicesecret1 --mutual target1:targetsecret2
+run chap "$port" "$IQN" alice:alicesecret1 target1:targetsecret2
+stop chap
+
+echo "== #11.8 client strings are escaped in the log"
+start
+run logname "$port" "$IQN"
+stop logname
+if grep -q '^2026-12-03 00:00:00.000 ERR FORGED' "$tmp/serve.err" || grep -q $'\x1b' "$tmp/serve.err"; then
+    printf '%-62s FAIL\n' "InitiatorName newline/escape not in the log verbatim"; grep -n FORGED "$tmp/serve.err"; fail=1
+elif grep -q 'test:x\\x0a2026-12-03.*FORGED-LINE\\x1b' "$tmp/serve.err"; then
+    printf '%-62s PASS\n' "InitiatorName newline/escape logged as \\x0a / \\x1b"
+else printf '%-62s FAIL\n' "escaped InitiatorName in the log"; grep -n FORGED "$tmp/serve.err"; fail=1; fi
+
 [ $fail = 0 ] && echo "PASS" || echo "FAIL"
 exit $fail

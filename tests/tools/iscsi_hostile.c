@@ -7,10 +7,12 @@
  *   nopflood PORT SECS           discovery session, NOP-Out pings for SECS s, replies never read
  *   loginflood PORT SECS         login continuation PDUs for SECS s, replies never read
  *   conns PORT N SRC             N idle connections from address SRC; prints how many the target kept
- *   chap PORT IQN USER SECRET    mutual CHAP with a short and with a reflected initiator challenge
+ *   chap PORT IQN USER:SECRET MUSER:MSECRET   mutual CHAP: short, reflected and good challenges
+ *   logname PORT IQN             InitiatorName with a newline and escapes (the log must escape it)
  * Prints one PASS/FAIL line per check; exit 0 when all pass. */
 #include "tests/tools/iscsi_wire.h"
 #include "iscsi/scsi.h"
+#include <nettle/md5.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -154,28 +156,42 @@ static void *pump_main(void *arg)
     return NULL;
 }
 
+/* The old session sends a PDU right after the new login was answered: the network
+ * thread, kept busy by two other sessions that flood it, then finds the wake-up that
+ * drops the old session and the old session's data in one epoll batch. */
 static int mode_reinstate(int rounds)
 {
     int bad = 0;
     static const uint8_t isid[6] = { 0x80, 0, 0, 0, 0x12, 0x34 };
+    struct pumper bg[2] = { { 0 } };
+    for (int i = 0; i < 2; i++) {
+        struct wconn w;
+        uint8_t bisid[6] = { 0x80, 0, 0, 2, 0, (uint8_t)i };
+        if (!connect_login(&w, iqn, bisid)) { result("background sessions", false); return 1; }
+        bg[i].fd = w.fd;
+        pthread_create(&bg[i].th, NULL, pump_main, &bg[i]);
+    }
     for (int r = 0; r < rounds; r++) {
         struct wconn a, b;
         if (!connect_login(&a, iqn, isid)) { bad++; continue; }
-        struct pumper p = { .fd = a.fd };
-        pthread_create(&p.th, NULL, pump_main, &p);
-        while (atomic_load(&p.sent) < 4) usleep(1000);
-        bool ok = connect_login(&b, iqn, isid) && w_ping(&b);   /* takes over the I_T nexus */
+        bool ok = connect_login(&b, iqn, isid);                   /* takes over the I_T nexus */
+        uint8_t bhs[ISCSI_BHS_LEN];
+        w_cmd_bhs(&a, bhs, OP_NOP_OUT | BHS_I);
+        for (int k = 0; k < 4; k++) { w_send_pdu(&a, bhs, "x", 1); put_be32(bhs + 16, a.itt++); }
+        ok = ok && w_ping(&b);
         if (!ok) bad++;
-        bool dropped = w_expect_drop(a.fd, 5000);
-        if (!dropped) bad++;
-        atomic_store(&p.stop, true);
-        shutdown(a.fd, SHUT_RDWR);
-        pthread_join(p.th, NULL);
+        if (!w_expect_drop(a.fd, 5000)) bad++;
         close(a.fd);
         if (ok) close(b.fd);
     }
+    for (int i = 0; i < 2; i++) {
+        atomic_store(&bg[i].stop, true);
+        shutdown(bg[i].fd, SHUT_RDWR);
+        pthread_join(bg[i].th, NULL);
+        close(bg[i].fd);
+    }
     char name[96];
-    snprintf(name, sizeof name, "%d reinstatements of a busy session", rounds);
+    snprintf(name, sizeof name, "%d reinstatements while the old session sends", rounds);
     result(name, bad == 0);
     result("target still serving", alive());
     return failures != 0;
@@ -237,15 +253,15 @@ static int mode_flushclose(int rounds)
             }
         } else {                     /* discovery session: NOP pings echo 8 KiB each */
             if (w_login(&w, INI, NULL, NULL) != 0) { bad++; close(fd); continue; }
-            fcntl(fd, F_SETFL, O_NONBLOCK);
-            for (int i = 0; i < 200; i++) {
+            struct timeval tv = { 0, 200000 };          /* stop once the target stops reading */
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+            int i = 0;
+            for (; i < 1500; i++) {                     /* 12 MB: more than the socket buffers */
                 uint8_t bhs[ISCSI_BHS_LEN];
                 w_cmd_bhs(&w, bhs, OP_NOP_OUT | BHS_I);
-                put_be24(bhs + 5, sizeof payload);
-                struct iovec iov[2] = { { bhs, ISCSI_BHS_LEN }, { payload, sizeof payload } };
-                struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
-                if (sendmsg(fd, &m, MSG_NOSIGNAL) != (ssize_t)(ISCSI_BHS_LEN + sizeof payload)) break;
+                if (!w_send_pdu(&w, bhs, payload, sizeof payload)) break;
             }
+            if (getenv("HOSTILE_DEBUG")) fprintf(stderr, "round %d: %d pings\n", r, i);
         }
         usleep(20000);               /* let the target queue its answers */
         w_reset(fd);
@@ -371,6 +387,125 @@ static int mode_conns(int n, const char *src)
     return 0;
 }
 
+/* ---- CHAP ---- */
+
+static void md5_chap(uint8_t id, const char *secret, const uint8_t *chal, size_t n, uint8_t out[16])
+{
+    struct md5_ctx m;
+    md5_init(&m);
+    md5_update(&m, 1, &id);
+    md5_update(&m, strlen(secret), (const uint8_t *)secret);
+    md5_update(&m, n, chal);
+    md5_digest(&m, 16, out);
+}
+
+static const char *key_get(const char *data, int dl, const char *key)
+{
+    size_t kl = strlen(key);
+    for (int o = 0; o < dl; o += (int)strlen(data + o) + 1)
+        if (!strncmp(data + o, key, kl) && data[o + kl] == '=') return data + o + kl + 1;
+    return NULL;
+}
+
+static int hexval(char ch) { return ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10; }
+
+/* Security stage up to the target's challenge. Returns the fd (challenge in chal[16],
+ * id in *id) or -1. */
+static int chap_start(struct wconn *w, uint8_t chal[16], uint8_t *id)
+{
+    static char data[8192];
+    uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN];
+    int fd = w_dial_from(NULL);
+    if (fd < 0) return -1;
+    w_init(w, fd);
+    char keys[512];
+    int n = snprintf(keys, sizeof keys, "InitiatorName=%s%cTargetName=%s%cSessionType=Normal%cAuthMethod=CHAP%c",
+                     INI, 0, iqn, 0, 0, 0);
+    w_login_bhs(w, bhs, w_isid_default, 0 << 2);
+    if (!w_send_pdu(w, bhs, keys, (uint32_t)n) || w_recv_pdu(w, rsp, (uint8_t *)data, sizeof data - 1, 5000) < 0 ||
+        get_be16(rsp + 36)) { close(fd); return -1; }
+    w_login_bhs(w, bhs, w_isid_default, 0 << 2);
+    int dl;
+    if (!w_send_pdu(w, bhs, "CHAP_A=5", 9) || (dl = w_recv_pdu(w, rsp, (uint8_t *)data, sizeof data - 1, 5000)) < 0 ||
+        get_be16(rsp + 36)) { close(fd); return -1; }
+    const char *c = key_get(data, dl, "CHAP_C"), *i = key_get(data, dl, "CHAP_I");
+    if (!c || !i || strlen(c) != 34) { close(fd); return -1; }
+    for (int k = 0; k < 16; k++) chal[k] = (uint8_t)(hexval(c[2 + 2 * k]) << 4 | hexval(c[3 + 2 * k]));
+    *id = (uint8_t)atoi(i);
+    return fd;
+}
+
+/* Answers with our response and a mutual challenge; returns the login status, and
+ * whether the target's CHAP_R was right for msecret in *good. */
+static int chap_finish(struct wconn *w, const uint8_t chal[16], uint8_t id, const char *user, const char *secret,
+                       const uint8_t *mchal, size_t mlen, const char *msecret, bool *good)
+{
+    static char data[8192];
+    uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN], r[16], want[16];
+    char rhex[40], chex[2 * 1024 + 3], keys[3000];
+    md5_chap(id, secret, chal, 16, r);
+    text_encode_hex(r, 16, rhex);
+    text_encode_hex(mchal, mlen, chex);
+    int n = snprintf(keys, sizeof keys, "CHAP_N=%s%cCHAP_R=%s%cCHAP_I=77%cCHAP_C=%s%c", user, 0, rhex, 0, 0, chex, 0);
+    w_login_bhs(w, bhs, w_isid_default, LOGIN_T | (0 << 2) | 1);
+    int dl;
+    if (!w_send_pdu(w, bhs, keys, (uint32_t)n) || (dl = w_recv_pdu(w, rsp, (uint8_t *)data, sizeof data - 1, 5000)) < 0)
+        return -1;
+    *good = false;
+    const char *tr = key_get(data, dl, "CHAP_R");
+    if (tr && strlen(tr) == 34) {
+        md5_chap(77, msecret, mchal, mlen, want);
+        text_encode_hex(want, 16, rhex);
+        *good = !strcasecmp(rhex + 2, tr + 2);
+    }
+    return get_be16(rsp + 36);
+}
+
+static int mode_chap(const char *cred, const char *mcred)
+{
+    char user[64], secret[64], muser[64], msecret[64];
+    if (sscanf(cred, "%63[^:]:%63s", user, secret) != 2 || sscanf(mcred, "%63[^:]:%63s", muser, msecret) != 2) return 2;
+    struct wconn w, w2;
+    uint8_t chal[16], chal2[16], id, id2, mine[16];
+    bool good;
+    for (int i = 0; i < 16; i++) mine[i] = (uint8_t)(0xa5 ^ (i * 37));
+    int fd = chap_start(&w, chal, &id);
+    result("mutual CHAP with a 16-byte challenge -> logged in, target answer right",
+           fd >= 0 && chap_finish(&w, chal, id, user, secret, mine, 16, msecret, &good) == 0 && good);
+    if (fd >= 0) close(fd);
+    fd = chap_start(&w, chal, &id);
+    result("mutual CHAP with a 1-byte challenge -> authentication failure",
+           fd >= 0 && chap_finish(&w, chal, id, user, secret, mine, 1, msecret, &good) == 0x0201 && !good);
+    if (fd >= 0) close(fd);
+    fd = chap_start(&w, chal, &id);
+    result("mutual CHAP with an 8-byte challenge -> authentication failure",
+           fd >= 0 && chap_finish(&w, chal, id, user, secret, mine, 8, msecret, &good) == 0x0201 && !good);
+    if (fd >= 0) close(fd);
+    fd = chap_start(&w, chal, &id);
+    result("mutual CHAP reflecting the target's challenge -> failure",
+           fd >= 0 && chap_finish(&w, chal, id, user, secret, chal, 16, msecret, &good) == 0x0201 && !good);
+    if (fd >= 0) close(fd);
+    /* the challenge of a second, parallel login */
+    fd = chap_start(&w, chal, &id);
+    int fd2 = chap_start(&w2, chal2, &id2);
+    result("mutual CHAP with the challenge of a parallel login -> failure",
+           fd >= 0 && fd2 >= 0 && chap_finish(&w, chal, id, user, secret, chal2, 16, msecret, &good) == 0x0201 && !good);
+    if (fd >= 0) close(fd);
+    if (fd2 >= 0) close(fd2);
+    return failures != 0;
+}
+
+static int mode_logname(void)
+{
+    struct wconn w;
+    int fd = w_dial_from(NULL);
+    w_init(&w, fd);
+    int st = w_login(&w, "iqn.2026-12.test:x\n2026-12-03 00:00:00.000 ERR FORGED-LINE\x1b[2J", iqn, NULL);
+    result("login with a newline in InitiatorName gets a status", st >= 0);
+    close(fd);
+    return failures != 0;
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -385,6 +520,8 @@ int main(int argc, char **argv)
     if (!strcmp(m, "nopflood") && argc == 4) return mode_nopflood(atoi(argv[3]));
     if (!strcmp(m, "loginflood") && argc == 4) return mode_loginflood(atoi(argv[3]));
     if (!strcmp(m, "conns") && argc == 5) return mode_conns(atoi(argv[3]), argv[4]);
+    if (!strcmp(m, "chap") && argc == 6) { iqn = argv[3]; return mode_chap(argv[4], argv[5]); }
+    if (!strcmp(m, "logname") && argc == 4) { iqn = argv[3]; return mode_logname(); }
 usage:
     fprintf(stderr, "usage: see the header of tests/tools/iscsi_hostile.c\n");
     return 2;
