@@ -165,13 +165,19 @@ void conn_queued_add(struct iscsi_conn *c, int64_t delta)
     atomic_fetch_add(&c->nt->srv->queued, (uint64_t)delta);
 }
 
-/* Over the output bound? resume=true asks with the lower (restart) thresholds. */
-static bool tx_over(struct iscsi_conn *c, bool resume)
+/* May the PDU at bhs be run now? Not when the connection's own output is over the
+ * bound, nor, while all connections together hold more than TX_GLOBAL, when it already
+ * has output pending or the PDU is a READ-type command with a large transfer: such a
+ * connection waits for the network thread's poll (net_thread.global_wait). */
+static bool tx_over(struct iscsi_conn *c, const uint8_t *bhs)
 {
     uint64_t own = c->tx_bytes + c->din_pending;
-    if (own >= (resume ? ISCSI_TX_LOW : ISCSI_TX_HIGH)) return true;
-    return own > (resume ? ISCSI_TX_SHARE / 2 : ISCSI_TX_SHARE) &&
-           atomic_load(&c->nt->srv->queued) > ISCSI_TX_GLOBAL;
+    if (own >= ISCSI_TX_HIGH) return true;
+    if (atomic_load(&c->nt->srv->queued) <= ISCSI_TX_GLOBAL) return false;
+    bool big = bhs_opcode(bhs) == OP_SCSI_CMD && (bhs[1] & CMD_R) && get_be32(bhs + 20) > ISCSI_TX_SHARE;
+    if (own <= ISCSI_TX_SHARE && !big) return false;
+    c->nt->global_wait = true;
+    return true;
 }
 
 static void update_events(struct iscsi_conn *c)
@@ -412,8 +418,8 @@ static int process_rx(struct iscsi_conn *c)
     size_t off = 0;
     int rc = 0;
     while (c->rx_len - off >= ISCSI_BHS_LEN && !c->dead) {
-        if (tx_over(c, false)) { c->rx_paused = true; break; }   /* resumed by conn_resume_rx */
         uint8_t *bhs = c->rx + off;
+        if (tx_over(c, bhs)) { c->rx_paused = true; break; }     /* resumed by conn_resume_rx */
         uint32_t ahs = bhs_ahs_len(bhs), dl = bhs_data_len(bhs);
         bool hd = c->hdigest, dd = c->ddigest;
         if (dl > ISCSI_OUR_MRDSL) { log_debug("iscsi: data segment %u too long", dl); rc = -1; break; }
@@ -466,12 +472,24 @@ void conn_check_timeouts(struct net_thread *nt)
  * left in rx while paused once the connection is below the bound again. */
 void conn_resume_rx(struct iscsi_conn *c)
 {
-    while (!c->dead && c->rx_paused && !tx_over(c, true)) {
+    while (!c->dead && c->rx_paused && c->tx_bytes + c->din_pending < ISCSI_TX_LOW) {
+        size_t before = c->rx_len;
         c->rx_paused = false;
         if (process_rx(c) < 0) { conn_flush(c); conn_close(c); return; }
         conn_flush(c);
+        if (c->rx_len == before) break;            /* still blocked on the same PDU (global) */
     }
     update_events(c);
+}
+
+void conn_global_poll(struct net_thread *nt)
+{
+    if (!nt->global_wait || atomic_load(&nt->srv->queued) > ISCSI_TX_GLOBAL) return;
+    nt->global_wait = false;                       /* set again by whoever pauses */
+    for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->rx_paused) conn_resume_rx(c);      /* may close c only (freed after the batch) */
+    }
 }
 
 void conn_on_event(struct iscsi_conn *c, uint32_t events)

@@ -19,11 +19,11 @@
 #define ISCSI_TPGT 1
 /* Flow control: a connection whose queued output (plus data-in of commands still on a
  * worker) is above TX_HIGH is not read from until it drains below TX_LOW, like LIO/tgt;
- * when all connections together hold more than TX_GLOBAL, the ones holding more than
- * TX_SHARE pause too. */
+ * while all connections together hold more than TX_GLOBAL, the ones holding more than
+ * TX_SHARE, or about to run a READ of more than TX_SHARE, pause too. */
 #define ISCSI_TX_HIGH (16u << 20)
 #define ISCSI_TX_LOW (8u << 20)
-#define ISCSI_TX_GLOBAL (256ull << 20)
+#define ISCSI_TX_GLOBAL (128ull << 20)
 #define ISCSI_TX_SHARE (1u << 20)
 #define ISCSI_LOGIN_MAX_PDUS 64u       /* login PDUs per connection (continuations, stages) */
 
@@ -153,6 +153,7 @@ struct net_thread {
     struct iscsi_conn *conns;
     struct iscsi_conn *reap;           /* closed, freed after the current epoll batch */
     uint64_t accept_resume_ns;         /* listener taken out of epoll (EMFILE) until then */
+    bool global_wait;                  /* a connection paused for the global output bound */
 };
 
 struct iscsi_server {
@@ -215,6 +216,9 @@ bool server_chap_was_sent(struct iscsi_server *s, const uint8_t *chal, size_t le
  * connection's output shrank: resumes reading when it is below the bound. */
 void conn_queued_add(struct iscsi_conn *c, int64_t delta);
 void conn_resume_rx(struct iscsi_conn *c);
+/* Network thread poll while global_wait: resumes its paused connections once the
+ * global output is below the bound again. */
+void conn_global_poll(struct net_thread *nt);
 void conn_new(struct net_thread *nt, int fd);
 void conn_on_event(struct iscsi_conn *c, uint32_t events);
 void conn_check_timeouts(struct net_thread *nt);

@@ -404,7 +404,7 @@ static void *net_main(void *arg)
     struct epoll_event ev[64];
     uint64_t last_check = nasd_now_ns();
     while (!atomic_load(&nt->stop)) {
-        int n = epoll_wait(nt->epfd, ev, 64, nt->accept_resume_ns ? 200 : 1000);
+        int n = epoll_wait(nt->epfd, ev, 64, nt->global_wait ? 20 : nt->accept_resume_ns ? 200 : 1000);
         uint64_t now = nasd_now_ns();
         if (nt->accept_resume_ns && now >= nt->accept_resume_ns) {
             nt->accept_resume_ns = 0;
@@ -419,6 +419,7 @@ static void *net_main(void *arg)
             else if (kind == KIND_EVENT) on_kick(nt);
             else conn_event_charged(ev[i].data.ptr, ev[i].events);
         }
+        conn_global_poll(nt);
         conn_reap(nt);          /* nothing in ev[] points at a closed connection any more */
     }
     while (nt->conns) conn_close(nt->conns);

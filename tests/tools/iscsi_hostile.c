@@ -9,6 +9,8 @@
  *   conns PORT N SRC             N idle connections from address SRC; prints how many the target kept
  *   chap PORT IQN USER:SECRET MUSER:MSECRET   mutual CHAP: short, reflected and good challenges
  *   logname PORT IQN             InitiatorName with a newline and escapes (the log must escape it)
+ *   stress PORT IQN SECS N       N threads (from 127.0.0.2-51) mixing garbage, unread READs, resets,
+ *                                reinstatements, discovery; prints what they did
  * Prints one PASS/FAIL line per check; exit 0 when all pass. */
 #include "tests/tools/iscsi_wire.h"
 #include "iscsi/scsi.h"
@@ -506,6 +508,90 @@ static int mode_logname(void)
     return failures != 0;
 }
 
+/* ---- stress ---- */
+
+static int stress_secs;
+static atomic_long st_garbage, st_unread, st_reinst, st_disc, st_partial, st_refused;
+
+static void *stress_main(void *arg)
+{
+    long id = (long)arg;
+    char src[32];
+    snprintf(src, sizeof src, "127.0.0.%ld", 2 + id % 50);
+    unsigned seed = (unsigned)id * 7919u + 1;
+    uint64_t end = w_now_ms() + (uint64_t)stress_secs * 1000;
+    static const uint8_t big_read[16] = { 0x88, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0 };  /* 8 MiB */
+    while (w_now_ms() < end) {
+        int fd = w_dial_from(src);
+        if (fd < 0) { atomic_fetch_add(&st_refused, 1); usleep(10000); continue; }
+        struct wconn w;
+        w_init(&w, fd);
+        struct timeval tv = { 2, 0 };
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        uint8_t buf[4096];
+        switch (rand_r(&seed) % 5) {
+        case 0:                                                   /* garbage, then FIN or RST */
+            for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)rand_r(&seed);
+            if (rand_r(&seed) & 1) buf[0] = OP_LOGIN_REQ | BHS_I;
+            w_send_all(fd, buf, (size_t)(rand_r(&seed) % sizeof buf));
+            atomic_fetch_add(&st_garbage, 1);
+            if (rand_r(&seed) & 1) w_reset(fd); else close(fd);
+            continue;
+        case 1: {                                                 /* READs never read, then RST */
+            uint8_t isid[6] = { 0x80, 0, 0, 3, (uint8_t)(id >> 8), (uint8_t)id };
+            if (w_login(&w, INI, iqn, isid) == 0)
+                for (int i = 0; i < 8; i++) {
+                    uint8_t bhs[ISCSI_BHS_LEN];
+                    w_scsi_bhs(&w, bhs, big_read, CMD_R, 8u << 20);
+                    if (!w_send_pdu(&w, bhs, NULL, 0)) break;
+                }
+            usleep(200000 + (unsigned)(rand_r(&seed) % 500000));
+            atomic_fetch_add(&st_unread, 1);
+            w_reset(fd);
+            continue;
+        }
+        case 2: {                                                 /* a few shared ISIDs: reinstatements */
+            uint8_t isid[6] = { 0x80, 0, 0, 4, 0, (uint8_t)(rand_r(&seed) % 8) };
+            if (w_login(&w, INI, iqn, isid) == 0) w_ping(&w);
+            atomic_fetch_add(&st_reinst, 1);
+            close(fd);
+            continue;
+        }
+        case 3: {                                                 /* discovery + SendTargets */
+            if (w_login(&w, INI, NULL, NULL) == 0) {
+                uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN];
+                w_cmd_bhs(&w, bhs, OP_TEXT_REQ);
+                put_be32(bhs + 24, w.cmdsn++);
+                w_send_pdu(&w, bhs, "SendTargets=All", 16);
+                w_recv_pdu(&w, rsp, buf, sizeof buf, 2000);
+            }
+            atomic_fetch_add(&st_disc, 1);
+            close(fd);
+            continue;
+        }
+        default:                                                  /* half a BHS, silence, RST */
+            w_send_all(fd, "\x03\x87\0\0", 4);
+            usleep((unsigned)(rand_r(&seed) % 300000));
+            atomic_fetch_add(&st_partial, 1);
+            w_reset(fd);
+        }
+    }
+    return NULL;
+}
+
+static int mode_stress(int secs, int n)
+{
+    stress_secs = secs;
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    for (long i = 0; i < n; i++) pthread_create(&th[i], NULL, stress_main, (void *)i);
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    free(th);
+    printf("stress: %d threads %d s: garbage %ld, unread READs %ld, reinstatements %ld, discovery %ld, "
+           "partial+reset %ld, refused/failed connects %ld\n", n, secs, atomic_load(&st_garbage), atomic_load(&st_unread),
+           atomic_load(&st_reinst), atomic_load(&st_disc), atomic_load(&st_partial), atomic_load(&st_refused));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -522,6 +608,7 @@ int main(int argc, char **argv)
     if (!strcmp(m, "conns") && argc == 5) return mode_conns(atoi(argv[3]), argv[4]);
     if (!strcmp(m, "chap") && argc == 6) { iqn = argv[3]; return mode_chap(argv[4], argv[5]); }
     if (!strcmp(m, "logname") && argc == 4) { iqn = argv[3]; return mode_logname(); }
+    if (!strcmp(m, "stress") && argc == 6) { iqn = argv[3]; return mode_stress(atoi(argv[4]), atoi(argv[5])); }
 usage:
     fprintf(stderr, "usage: see the header of tests/tools/iscsi_hostile.c\n");
     return 2;
