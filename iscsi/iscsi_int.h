@@ -116,6 +116,8 @@ struct iscsi_conn {
     bool opt_sent_mrdsl, tpgt_sent;
     enum chap_state chap;
     uint8_t chap_id, chap_chal[16];
+    bool disc_required, disc_all;      /* discovery CHAP required / passed with its own creds */
+    struct iscsi_chap auth;            /* the credentials this login was checked against */
     char *login_acc;                   /* accumulated text for C-bit continuations */
     size_t login_acc_len;
     char initiator[224];
@@ -175,6 +177,7 @@ struct iscsi_server {
     pthread_cond_t wq_cond;
     struct iscsi_task *wq_head, *wq_tail;
     bool wq_stop;
+    struct iscsi_chap disc_auth;       /* tgt_lock */
     /* connection caps (iscsi_server_set_limits) and their accounting */
     pthread_mutex_t cap_lock;
     struct iscsi_limits limits;
@@ -207,6 +210,13 @@ int server_conn_admit(struct iscsi_server *s, struct iscsi_conn *c);
 void server_conn_release(struct iscsi_server *s, struct iscsi_conn *c);
 void server_conn_logged_in(struct iscsi_server *s, struct iscsi_conn *c);
 
+/* Discovery CHAP: is it required; does any target or the discovery config use CHAP;
+ * the credentials that user+response (to id/chal) prove, *all when they are the
+ * discovery credentials. */
+bool server_discovery_auth_required(struct iscsi_server *s);
+bool server_any_chap(struct iscsi_server *s);
+bool server_discovery_creds(struct iscsi_server *s, const char *user, uint8_t id, const uint8_t chal[16],
+                            const uint8_t resp[16], struct iscsi_chap *out, bool *all);
 /* Remember a CHAP challenge we sent / was this one sent by us recently? */
 void server_chap_sent(struct iscsi_server *s, const uint8_t chal[16]);
 bool server_chap_was_sent(struct iscsi_server *s, const uint8_t *chal, size_t len);

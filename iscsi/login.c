@@ -122,7 +122,11 @@ static uint16_t login_identify(struct iscsi_conn *c, const struct text_list *kl,
     nasd_log_escape(iname, strlen(iname), c->ini_log, sizeof c->ini_log);
     snprintf(c->nexus, sizeof c->nexus, "%s,i,0x%02x%02x%02x%02x%02x%02x", iname,
              c->isid[0], c->isid[1], c->isid[2], c->isid[3], c->isid[4], c->isid[5]);
-    if (stype && !strcmp(stype, "Discovery")) { c->discovery = true; return ST_SUCCESS; }
+    if (stype && !strcmp(stype, "Discovery")) {
+        c->discovery = true;
+        c->disc_required = server_discovery_auth_required(c->nt->srv);
+        return ST_SUCCESS;
+    }
     if (stype && strcmp(stype, "Normal")) return ST_INITIATOR_ERROR;
     if (!tname || !*tname) return ST_MISSING_PARAM;
     c->tgt = server_find_target(c->nt->srv, tname);
@@ -139,7 +143,7 @@ static uint16_t login_identify(struct iscsi_conn *c, const struct text_list *kl,
 
 static bool auth_required(const struct iscsi_conn *c)
 {
-    return !c->discovery && c->tgt && c->tgt->cfg.chap_user[0];
+    return c->discovery ? c->disc_required : c->tgt && c->tgt->cfg.chap_user[0];
 }
 
 /* Security stage keys; returns a login status. */
@@ -148,7 +152,11 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
     const struct iscsi_target_cfg *cfg = c->tgt ? &c->tgt->cfg : NULL;
     const char *am = text_get(kl, "AuthMethod");
     if (am) {
-        if (auth_required(c)) {
+        /* a discovery session may use CHAP even when not required: it then lists the
+         * targets protected with the credentials it proved */
+        bool chap = auth_required(c) ||
+                    (c->discovery && text_list_has(am, "CHAP") && server_any_chap(c->nt->srv));
+        if (chap) {
             if (!text_list_has(am, "CHAP")) { text_add(&r->keys, "AuthMethod", "Reject"); return ST_AUTH_FAILED; }
             text_add(&r->keys, "AuthMethod", "CHAP");
             c->chap = CHAP_WAIT_A;
@@ -178,11 +186,23 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
     }
     const char *cn = text_get(kl, "CHAP_N"), *cr = text_get(kl, "CHAP_R");
     if (cn || cr) {
-        if (c->chap != CHAP_WAIT_R || !cn || !cr || !cfg) return ST_AUTH_FAILED;
+        if (c->chap != CHAP_WAIT_R || !cn || !cr || (!cfg && !c->discovery)) return ST_AUTH_FAILED;
         uint8_t got[64], want[16];
         int gl = text_decode_binary(cr, got, sizeof got);
-        chap_md5_response(c->chap_id, cfg->chap_secret, c->chap_chal, sizeof c->chap_chal, want);
-        if (strcmp(cn, cfg->chap_user) || gl != 16 || memcmp(got, want, 16)) {
+        bool ok = false;
+        if (gl != 16) ok = false;
+        else if (c->discovery) ok = server_discovery_creds(c->nt->srv, cn, c->chap_id, c->chap_chal, got, &c->auth, &c->disc_all);
+        else {
+            chap_md5_response(c->chap_id, cfg->chap_secret, c->chap_chal, sizeof c->chap_chal, want);
+            ok = !strcmp(cn, cfg->chap_user) && !memcmp(got, want, 16);
+            if (ok) {
+                snprintf(c->auth.user, sizeof c->auth.user, "%s", cfg->chap_user);
+                snprintf(c->auth.secret, sizeof c->auth.secret, "%s", cfg->chap_secret);
+                snprintf(c->auth.muser, sizeof c->auth.muser, "%s", cfg->mutual_user);
+                snprintf(c->auth.msecret, sizeof c->auth.msecret, "%s", cfg->mutual_secret);
+            }
+        }
+        if (!ok) {
             char user[NASD_LOG_ESC_SIZE(64)];
             nasd_log_escape(cn, strnlen(cn, 64), user, sizeof user);
             log_info("iscsi: CHAP authentication failed for %s (user '%s')", c->ini_log, user);
@@ -193,7 +213,7 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
             uint64_t id;
             uint8_t chal[1024];
             int cl = mc ? text_decode_binary(mc, chal, sizeof chal) : -1;
-            if (!mi || text_parse_number(mi, &id) || id > 255 || cl <= 0 || !cfg->mutual_user[0])
+            if (!mi || text_parse_number(mi, &id) || id > 255 || cl <= 0 || !c->auth.muser[0])
                 return ST_AUTH_FAILED;
             /* RFC 7143 12.1.3: a challenge as long as our own (16 bytes, at least as
              * strong as MD5), and never one we sent: answering it would hand the
@@ -209,9 +229,9 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
             }
             uint8_t resp[16];
             char hex[35];
-            chap_md5_response((uint8_t)id, cfg->mutual_secret, chal, (size_t)cl, resp);
+            chap_md5_response((uint8_t)id, c->auth.msecret, chal, (size_t)cl, resp);
             text_encode_hex(resp, 16, hex);
-            text_add(&r->keys, "CHAP_N", "%s", cfg->mutual_user);
+            text_add(&r->keys, "CHAP_N", "%s", c->auth.muser);
             text_add(&r->keys, "CHAP_R", "%s", hex);
         }
         c->chap = CHAP_OK;

@@ -55,6 +55,11 @@ struct iscsi_tgt *server_find_target(struct iscsi_server *s, const char *iqn)
     return r;
 }
 
+static bool creds_equal(const char *u1, const char *s1, const char *u2, const char *s2)
+{
+    return !strcmp(u1, u2) && !strcmp(s1, s2);
+}
+
 void server_send_targets(struct iscsi_server *s, struct iscsi_conn *c, const char *which, struct text_out *o)
 {
     pthread_rwlock_rdlock(&s->tgt_lock);
@@ -62,10 +67,73 @@ void server_send_targets(struct iscsi_server *s, struct iscsi_conn *c, const cha
         struct iscsi_tgt *t = s->tgts[i];
         if (strcmp(which, "All") && strcmp(which, t->cfg.iqn)) continue;
         if (!tgt_acl_allows(t, c->initiator)) continue;
+        /* only targets this client could log in to */
+        if (t->cfg.chap_user[0] && !c->disc_all &&
+            !(c->chap == CHAP_OK && creds_equal(c->auth.user, c->auth.secret, t->cfg.chap_user, t->cfg.chap_secret)))
+            continue;
         text_add(o, "TargetName", "%s", t->cfg.iqn);
         text_add(o, "TargetAddress", "%s,%d", c->local_addr, ISCSI_TPGT);
     }
     pthread_rwlock_unlock(&s->tgt_lock);
+}
+
+void iscsi_server_set_discovery_auth(struct iscsi_server *s, const struct iscsi_chap *a)
+{
+    pthread_rwlock_wrlock(&s->tgt_lock);
+    s->disc_auth = *a;
+    s->disc_auth.user[63] = s->disc_auth.secret[63] = s->disc_auth.muser[63] = s->disc_auth.msecret[63] = '\0';
+    pthread_rwlock_unlock(&s->tgt_lock);
+    log_info("iscsi: discovery authentication %s", a->user[0] ? (a->muser[0] ? "mutual CHAP" : "CHAP") : "off");
+}
+
+bool server_discovery_auth_required(struct iscsi_server *s)
+{
+    pthread_rwlock_rdlock(&s->tgt_lock);
+    bool r = s->disc_auth.user[0];
+    pthread_rwlock_unlock(&s->tgt_lock);
+    return r;
+}
+
+bool server_any_chap(struct iscsi_server *s)
+{
+    pthread_rwlock_rdlock(&s->tgt_lock);
+    bool r = s->disc_auth.user[0];
+    for (unsigned i = 0; i < s->ntgts && !r; i++) r = s->tgts[i]->cfg.chap_user[0];
+    pthread_rwlock_unlock(&s->tgt_lock);
+    return r;
+}
+
+static bool chap_ok(const char *user, const char *secret, const char *cn, uint8_t id, const uint8_t chal[16],
+                    const uint8_t resp[16])
+{
+    uint8_t want[16];
+    if (!user[0] || strcmp(user, cn)) return false;
+    chap_md5_response(id, secret, chal, 16, want);
+    return !memcmp(want, resp, 16);
+}
+
+bool server_discovery_creds(struct iscsi_server *s, const char *user, uint8_t id, const uint8_t chal[16],
+                            const uint8_t resp[16], struct iscsi_chap *out, bool *all)
+{
+    bool ok = false;
+    *all = false;
+    pthread_rwlock_rdlock(&s->tgt_lock);
+    if (chap_ok(s->disc_auth.user, s->disc_auth.secret, user, id, chal, resp)) {
+        *out = s->disc_auth;
+        *all = ok = true;
+    }
+    for (unsigned i = 0; i < s->ntgts && !ok; i++) {
+        const struct iscsi_target_cfg *t = &s->tgts[i]->cfg;
+        if (chap_ok(t->chap_user, t->chap_secret, user, id, chal, resp)) {
+            snprintf(out->user, sizeof out->user, "%s", t->chap_user);
+            snprintf(out->secret, sizeof out->secret, "%s", t->chap_secret);
+            snprintf(out->muser, sizeof out->muser, "%s", t->mutual_user);
+            snprintf(out->msecret, sizeof out->msecret, "%s", t->mutual_secret);
+            ok = true;
+        }
+    }
+    pthread_rwlock_unlock(&s->tgt_lock);
+    return ok;
 }
 
 static void kick(struct net_thread *nt)
