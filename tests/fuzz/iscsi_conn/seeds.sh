@@ -119,6 +119,13 @@ s.cmd([0x16]); s.cmd([0x17])                                      # RESERVE / RE
 s.tmf(5); s.tmf(2); s.tmf(6)                                      # LU reset, abort task set, warm reset
 s.logout(); s.save('tmf-pr')
 
+s = S(); s.login()                                                # #11.1: data-out missing or short
+s.cmd([0x2f, 0x02] + list(be32(0)) + [0] + list(be16(8)))          # VERIFY(10) BYTCHK=1, no data-out
+itt = s.cmd([0x8f, 0x02] + list(be64(0)) + list(be32(8)), w=True, edtl=512)   # VERIFY(16), EDTL 512 of 4096
+s.dout(itt, 1, b'\0' * 512)
+s.cmd([0x41, 0] + list(be32(0)) + [0] + list(be16(8)))             # WRITE SAME(10), no data-out
+s.logout(); s.save('verify-short')
+
 s = S()                                                           # continuation login
 isid = b'\x80\0\0\0\0\x02'
 k = s.keys(InitiatorName='iqn.2026-12.fuzz:i', TargetName='iqn.2026-12.fuzz:t')
