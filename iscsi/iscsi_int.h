@@ -16,6 +16,7 @@
 #define ISCSI_TASK_HASH 256u
 #define ISCSI_MAX_TASKS (2 * ISCSI_CMD_WINDOW)   /* incl. immediate commands */
 #define ISCSI_MAX_DOUT_BYTES (64ull << 20)        /* per connection, waiting for data */
+#define ISCSI_MAX_DOUT_GLOBAL (256ull << 20)      /* all connections together */
 #define ISCSI_TPGT 1
 /* Flow control: a connection whose queued output (plus data-in of commands still on a
  * worker) is above TX_HIGH is not read from until it drains below TX_LOW, like LIO/tgt;
@@ -185,6 +186,7 @@ struct iscsi_server {
     struct peer_count { uint8_t addr[16]; unsigned n; } *peers;
     unsigned npeers, peers_cap;
     _Atomic uint64_t queued;           /* sum of tx_bytes + din_pending of all connections */
+    _Atomic uint64_t dout_total;       /* sum of dout_bytes of all connections */
     /* CHAP challenges recently sent (cap_lock): a mutual-CHAP challenge equal to one of
      * them is a reflection attempt */
     uint8_t sent_chal[64][16];

@@ -32,10 +32,18 @@ static void task_unhash(struct iscsi_task *t)
     c->ntasks--;
 }
 
+/* Data-out buffers held, per connection and in all (a client can make the target hold
+ * a command's buffer by never sending its last Data-Out). */
+static void dout_account(struct iscsi_conn *c, int64_t delta)
+{
+    c->dout_bytes += (uint64_t)delta;
+    atomic_fetch_add(&c->nt->srv->dout_total, (uint64_t)delta);
+}
+
 static void task_free(struct iscsi_task *t)
 {
     task_unhash(t);
-    if (t->dout) t->conn->dout_bytes -= t->out_len;
+    if (t->dout) dout_account(t->conn, -(int64_t)t->out_len);
     free(t->dout);
     free(t->sc.din);
     free(t);
@@ -274,7 +282,8 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
         task_finish_early(t);
         return 0;
     }
-    if (want && c->dout_bytes + want > ISCSI_MAX_DOUT_BYTES) {
+    if (want && (c->dout_bytes + want > ISCSI_MAX_DOUT_BYTES ||
+                 atomic_load(&c->nt->srv->dout_total) + want > ISCSI_MAX_DOUT_GLOBAL)) {
         sc->status = SAM_TASK_SET_FULL;                  /* retry later */
         t->res_flags = 0;
         task_finish_early(t);
@@ -282,9 +291,9 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     }
     t->out_len = want;
     if (want) {
-        c->dout_bytes += want;
         t->dout = malloc(want);
         if (!t->dout) { scsi_set_sense(sc, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); task_finish_early(t); return 0; }
+        dout_account(c, want);
         memcpy(t->dout, data, dlen);
         t->recv = dlen;
         if (!(t->flags & BHS_F)) {
@@ -348,7 +357,7 @@ void task_free_all(struct iscsi_conn *c)
             t->in_hash = false;
             c->ntasks--;
             if (t->state == TS_EXEC && t->sc.slow) t->aborted = true;  /* worker frees it */
-            else { free(t->dout); free(t->sc.din); free(t); }
+            else { if (t->dout) dout_account(c, -(int64_t)t->out_len); free(t->dout); free(t->sc.din); free(t); }
             t = n;
         }
         c->tasks[i] = NULL;

@@ -4,8 +4,10 @@
 # login PDUs, and caps connections (total, per address, not logged in) with rate-limited
 # warnings. Bounds checked here on the target's RSS (plain -O2 build):
 #   128 READ(16) of 8 MiB never read        growth < 96 MiB  (was ~1 GiB)
-#   discovery NOP-Out pings never read      growth < 64 MiB  (was ~510 MiB)
-#   login continuation PDUs never read      growth < 16 MiB  (was ~325 MiB)
+#   discovery NOP-Out pings never read      growth < 64 MiB  (was ~1.4 GiB)
+#   login continuation PDUs never read      growth < 16 MiB  (was ~2 GiB)
+#   20 sessions x 8 WRITEs of 8 MiB whose last Data-Out never comes
+#                                           growth < 320 MiB (was ~1.1 GiB; 256 MiB in all)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 B=${B:-build}
@@ -67,6 +69,18 @@ cat "$tmp/lf.out"
 bound "login continuation flood, replies unread" "$base" "$peak" 16
 grep -q dropped "$tmp/lf.out" && ok "login flood connection dropped" || bad "login flood connection dropped"
 alive loginflood
+
+base=$(rss)
+"$H" doutflood "$port" "$IQN" 20 4 >"$tmp/df.out" 2>&1 &
+bg=$!
+for _ in $(seq 100); do grep -q doutflood "$tmp/df.out" && break; sleep 0.1; done
+peak=$(peak_during 3)
+wait $bg; bg=
+cat "$tmp/df.out"
+bound "writes held 7/8 sent (data-out buffers)" "$base" "$peak" 320
+grep -q ' [1-9][0-9]* TASK SET FULL' "$tmp/df.out" && ok "writes over the data-out bound get TASK SET FULL" ||
+    bad "writes over the data-out bound get TASK SET FULL"
+alive doutflood
 kill "$pid"; wait "$pid"; pid=
 
 echo "== connection caps (total 50, per address 20, not logged in 30)"

@@ -9,6 +9,8 @@
  *   conns PORT N SRC             N idle connections from address SRC; prints how many the target kept
  *   chap PORT IQN USER:SECRET MUSER:MSECRET   mutual CHAP: short, reflected and good challenges
  *   logname PORT IQN             InitiatorName with a newline and escapes (the log must escape it)
+ *   doutflood PORT IQN N HOLD    N sessions, each 8 WRITE(16) of 8 MiB with all data but the last
+ *                                burst sent, held HOLD s (the target holds the buffers)
  *   stress PORT IQN SECS N       N threads (from 127.0.0.2-51) mixing garbage, unread READs, resets,
  *                                reinstatements, discovery; prints what they did
  * Prints one PASS/FAIL line per check; exit 0 when all pass. */
@@ -508,6 +510,67 @@ static int mode_logname(void)
     return failures != 0;
 }
 
+/* ---- data-out buffers held ---- */
+
+struct dflood { int idx, held, full, other; };
+
+static void *dflood_main(void *arg)
+{
+    struct dflood *r = arg;
+    struct wconn w;
+    uint8_t isid[6] = { 0x80, 0, 0, 5, 0, (uint8_t)r->idx };       /* one session each */
+    if (!connect_login(&w, iqn, isid)) { r->other = -1; return NULL; }
+    static const uint32_t len = 8u << 20;
+    for (int i = 0; i < 8; i++) {
+        uint8_t cdb[16], bhs[ISCSI_BHS_LEN];
+        cdb16(cdb, 0x8a, 0, (uint64_t)i * 16384, 16384);
+        w_scsi_bhs(&w, bhs, cdb, CMD_W, len);
+        if (!w_send_pdu(&w, bhs, NULL, 0)) return NULL;
+    }
+    uint8_t *data = calloc(1, 262144), rsp[ISCSI_BHS_LEN], in[8192];
+    while (r->held + r->full + r->other < 8) {
+        int dl = w_recv_pdu(&w, rsp, in, sizeof in, 5000);
+        if (dl < 0) break;
+        if (bhs_opcode(rsp) == OP_SCSI_RSP) { if (rsp[3] == SAM_TASK_SET_FULL) r->full++; else r->other++; continue; }
+        if (bhs_opcode(rsp) != OP_R2T) continue;
+        uint32_t off = get_be32(rsp + 40), blen = get_be32(rsp + 44);
+        if (off + blen >= len) { r->held++; continue; }          /* never send the last burst */
+        for (uint32_t o = 0, sn = 0; o < blen; o += 262144, sn++) {
+            uint32_t n = blen - o < 262144 ? blen - o : 262144;
+            uint8_t d[ISCSI_BHS_LEN] = { OP_DATA_OUT, o + n == blen ? BHS_F : 0 };
+            put_be32(d + 16, get_be32(rsp + 16));
+            put_be32(d + 20, get_be32(rsp + 20));
+            put_be32(d + 36, sn);
+            put_be32(d + 40, off + o);
+            if (!w_send_pdu(&w, d, data, n)) goto out;
+        }
+    }
+out:
+    free(data);
+    return (void *)(intptr_t)w.fd;
+}
+
+static int mode_doutflood(int n, int hold)
+{
+    struct dflood *r = calloc((size_t)n, sizeof *r);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    int *fds = calloc((size_t)n, sizeof *fds);
+    for (int i = 0; i < n; i++) { r[i].idx = i; pthread_create(&th[i], NULL, dflood_main, &r[i]); }
+    int held = 0, full = 0, other = 0;
+    for (int i = 0; i < n; i++) {
+        void *fd;
+        pthread_join(th[i], &fd);
+        fds[i] = (int)(intptr_t)fd;
+        held += r[i].held; full += r[i].full; other += r[i].other;
+    }
+    printf("doutflood: %d sessions: %d writes held (buffers 7/8 full), %d TASK SET FULL, %d other\n", n, held, full, other);
+    fflush(stdout);
+    sleep((unsigned)hold);
+    for (int i = 0; i < n; i++) if (fds[i] > 0) close(fds[i]);
+    free(r); free(th); free(fds);
+    return 0;
+}
+
 /* ---- stress ---- */
 
 static int stress_secs;
@@ -608,6 +671,7 @@ int main(int argc, char **argv)
     if (!strcmp(m, "conns") && argc == 5) return mode_conns(atoi(argv[3]), argv[4]);
     if (!strcmp(m, "chap") && argc == 6) { iqn = argv[3]; return mode_chap(argv[4], argv[5]); }
     if (!strcmp(m, "logname") && argc == 4) { iqn = argv[3]; return mode_logname(); }
+    if (!strcmp(m, "doutflood") && argc == 6) { iqn = argv[3]; return mode_doutflood(atoi(argv[4]), atoi(argv[5])); }
     if (!strcmp(m, "stress") && argc == 6) { iqn = argv[3]; return mode_stress(atoi(argv[4]), atoi(argv[5])); }
 usage:
     fprintf(stderr, "usage: see the header of tests/tools/iscsi_hostile.c\n");
