@@ -238,11 +238,27 @@ static void restore(struct appliance *a)
     }
 }
 
+void appliance_apply_discovery_auth(struct appliance *a)
+{
+    static const char *keys[4] = { "iscsi_discovery_chap_user", "iscsi_discovery_chap_secret",
+                                   "iscsi_discovery_mutual_user", "iscsi_discovery_mutual_secret" };
+    struct iscsi_chap d = { 0 };
+    char *dst[4] = { d.user, d.secret, d.muser, d.msecret };
+    if (!a->iscsi) return;
+    for (int i = 0; i < 4; i++) {
+        char *v = db_setting_get(&a->db, keys[i]);
+        if (v) snprintf(dst[i], 64, "%s", v);
+        free(v);
+    }
+    iscsi_server_set_discovery_auth(a->iscsi, &d);
+}
+
 static int start_services(struct appliance *a, char *err, size_t errlen)
 {
     if (a->cfg.iscsi_portal[0]) {
         a->iscsi = iscsi_server_start_held(a->cfg.iscsi_portal, 0, err, errlen);
         if (!a->iscsi) return -1;
+        appliance_apply_discovery_auth(a);
     }
     if (a->cfg.nfs_bind[0]) {
         struct nfs_server_cfg nc = { .nfs_port = a->cfg.nfs_port, .mount_port = a->cfg.mount_port,
