@@ -125,8 +125,10 @@ static int handle_api(struct http_server *h, struct MHD_Connection *conn, const 
     if (r.text) rc = queue(conn, r.status, r.content_type ? r.content_type : "text/plain", r.text, strlen(r.text));
     else rc = queue_json(conn, r.status, r.json);
     json_decref(r.json);
-    if (r.status >= 500) log_warn("%s /api/v1/%s -> %d", method, path, r.status);
-    else log_debug("%s /api/v1/%s -> %d", method, path, r.status);
+    char epath[NASD_LOG_ESC_SIZE(128)];
+    nasd_log_escape(path, strnlen(path, 128), epath, sizeof epath);
+    if (r.status >= 500) log_warn("%s /api/v1/%s -> %d", method, epath, r.status);
+    else log_debug("%s /api/v1/%s -> %d", method, epath, r.status);
     return rc;
 }
 

@@ -50,11 +50,15 @@ struct nfs_export {
     pthread_mutex_t size_locks[64]; /* serialize size changes for quota accounting */
 };
 
+/* A MOUNT table entry (mount_table.c): in a hash chain and in the age list. */
 struct nfs_mount_entry {
-    struct nfs_mount_entry *next;
+    struct nfs_mount_entry *hnext, *prev, *next;
+    uint64_t hash;
     char host[64];
-    char path[1024];
+    char path[];
 };
+#define NFS_MOUNTS_MAX 4096
+#define NFS_MOUNTS_BUCKETS 1024
 
 struct nfs_req;
 
@@ -77,7 +81,9 @@ struct nfs_server {
     int qidle;               /* workers waiting on qcond */
     int stopping;
     pthread_mutex_t mnt_lock;
-    struct nfs_mount_entry *mounts;
+    struct nfs_mount_entry **mnt_buckets; /* NULL until the first MNT */
+    struct nfs_mount_entry mnt_list;       /* sentinel: next is the oldest */
+    unsigned mnt_count;
     struct nfs_conn *conns;
     struct nfs_drc *drc;     /* duplicate request cache (NULL: disabled) */
 };
@@ -166,6 +172,13 @@ void nfs_conn_send_reply(struct nfs_conn *conn, uint8_t *buf, size_t len);
 /* mount.c */
 void nfs_mount_dispatch(struct nfs_ctx *c);
 void nfs_portmap_dispatch(struct nfs_ctx *c);
+
+/* mount_table.c */
+/* "/a//b/./c/" -> "/a/b/c"; -EACCES for a ".." component, -EINVAL if not absolute. */
+int nfs_mount_path_normalize(const char *in, char *out, size_t outlen);
+void nfs_mounts_add(struct nfs_server *s, const char *host, const char *path);
+void nfs_mounts_remove(struct nfs_server *s, const char *host, const char *path); /* path NULL: all of host */
+unsigned nfs_mounts_count(struct nfs_server *s);
 void nfs_mounts_clear(struct nfs_server *s);
 
 /* nfs3.c */
