@@ -9,6 +9,7 @@
 #include "selftest/selftest.h"
 #include <getopt.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,18 @@ static void usage(FILE *f)
         "            [--iscsi-portal HOST:PORT|\"\"] [--nfs-bind ADDR|\"\"] [--nfs-port N] [--mount-port N]\n"
         "            [--portmap-port N|-1] [--demo] [--auth] [--log-level error|warn|info|debug]\n"
         "       nasd [--config FILE] [--db PATH] --create-token DESCRIPTION   (prints a new API token)\n");
+}
+
+/* Connections cost a descriptor each; the soft limit (often 1024) is far below what
+ * the NFS, iSCSI and REST caps together allow, so take the hard limit. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max) return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        log_info("descriptor limit raised from %llu to %llu", (unsigned long long)was, (unsigned long long)rl.rlim_cur);
 }
 
 /* --create-token: works on the DB alone, with or without a running daemon (WAL). */
@@ -90,6 +103,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    raise_nofile();
     static struct appliance app;
     if (appliance_start(&app, &cfg, err, sizeof err)) {
         log_err("start failed: %s", err);

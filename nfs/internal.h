@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include "nfs/conn_limit.h"
 #include "nfs/drc.h"
 #include "nfs/fh.h"
 #include "nfs/nfs.h"
@@ -85,6 +86,11 @@ struct nfs_server {
     struct nfs_mount_entry mnt_list;       /* sentinel: next is the oldest */
     unsigned mnt_count;
     struct nfs_conn *conns;
+    struct nfs_conn_limits limits;  /* network thread only */
+    unsigned max_conns, max_per_addr;
+    uint64_t idle_ns;
+    uint64_t accept_resume_ns;      /* accepting paused (EMFILE) until then; 0: not paused */
+    uint64_t next_sweep_ns;
     struct nfs_drc *drc;     /* duplicate request cache (NULL: disabled) */
 };
 
@@ -105,6 +111,7 @@ struct nfs_conn {
     size_t out_off, out_len, out_cap;
     _Atomic size_t out_queued;  /* out_len - out_off, readable without the lock */
     struct nfs_conn *cprev, *cnext; /* server list, network thread only */
+    _Atomic uint64_t last_io_ns;    /* last bytes in or out, for the idle timeout */
 };
 
 struct nfs_req {
@@ -147,6 +154,8 @@ struct nfs_export *nfs_export_find_path(struct nfs_server *s, const char *path);
 struct nfs_export *nfs_export_find_prefix(struct nfs_server *s, const char *path, const char **rest);
 void nfs_export_put(struct nfs_export *e);
 int nfs_export_allows(const struct nfs_export *e, const struct sockaddr_storage *peer);
+/* 1 if some export admits peer (checked when it connects to NFS or MOUNT). */
+int nfs_exports_admit(struct nfs_server *s, const struct sockaddr_storage *peer);
 int nfs_net_match(const struct nfs_client_net *n, const struct sockaddr_storage *peer);
 void nfs_exports_clear(struct nfs_server *s);
 int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nasd_fh *k,

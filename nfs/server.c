@@ -23,6 +23,7 @@
 #define CONN_MAX_INFLIGHT 256
 #define CONN_RESUME_INFLIGHT 128
 #define OUT_PAUSE_BYTES (8u << 20)    /* stop reading calls while this much output is queued */
+#define NFS_ACCEPT_BACKOFF_MS 100
 #define OUT_MAX_BYTES (512u << 20)     /* hard cap (bounded anyway by inflight x max reply) */
 
 enum { TAG_CONN = 0, TAG_LISTEN = 1, TAG_STOP = 2 };
@@ -82,7 +83,7 @@ static int send_some(struct nfs_conn *c, const uint8_t *p, size_t len, size_t *o
 {
     while (*off < len) {
         ssize_t n = send(c->fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) { *off += (size_t)n; continue; }
+        if (n > 0) { *off += (size_t)n; atomic_store(&c->last_io_ns, nasd_now_ns()); continue; }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
         return -1;
@@ -290,6 +291,7 @@ static void queue_batch(struct nfs_server *s, struct batch *b)
 
 static void conn_close(struct nfs_server *s, struct nfs_conn *c)
 {
+    nfs_conn_limit_release(&s->limits, &c->peer);
     if (c->cprev) c->cprev->cnext = c->cnext; else s->conns = c->cnext;
     if (c->cnext) c->cnext->cprev = c->cprev;
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -306,6 +308,7 @@ static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
         if (n <= 0) { closing = 1; break; }
+        atomic_store(&c->last_io_ns, b.now);
         int e = rm_feed(&c->rm, buf, (size_t)n, on_record, &b);
         if (e < 0) {
             log_warn("nfs: %s: bad record marking (%s); closing", c->peer_str,
@@ -329,38 +332,88 @@ static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf
     }
 }
 
-static void accept_all(struct nfs_server *s, int lfd)
+static void listeners_enable(struct nfs_server *s, int on)
 {
+    for (int i = 0; i < 3; i++) {
+        if (s->listen_fd[i] < 0) continue;
+        struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &listen_tags[i] };
+        epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd[i], &ev);
+    }
+}
+
+static void peer_string(const struct sockaddr_storage *ss, char *out, size_t outlen)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)ss)->sin_addr, host, sizeof host);
+    else if (ss->ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof host);
+    snprintf(out, outlen, "%s", host);
+}
+
+/* idx: 0 NFS, 1 MOUNT, 2 portmap. */
+static void accept_all(struct nfs_server *s, int idx)
+{
+    int lfd = s->listen_fd[idx];
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) log_warn("nfs: accept: %s", strerror(errno));
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            /* out of descriptors or memory: stop accepting for a moment instead of spinning */
+            log_warn("nfs: accept: %s; not accepting for %d ms", strerror(errno), NFS_ACCEPT_BACKOFF_MS);
+            listeners_enable(s, 0);
+            s->accept_resume_ns = nasd_now_ns() + NFS_ACCEPT_BACKOFF_MS * 1000000ull;
             return;
+        }
+        char host[64];
+        peer_string(&ss, host, sizeof host);
+        if (idx < 2 && !nfs_exports_admit(s, &ss)) {
+            log_info("nfs: connection from %s refused: no export admits this client", host);
+            close(fd);
+            continue;
+        }
+        if (nfs_conn_limit_take(&s->limits, &ss, s->max_conns, s->max_per_addr)) {
+            log_warn("nfs: connection from %s refused: %u connections (%u from this address) is the limit",
+                     host, s->max_conns, s->max_per_addr);
+            close(fd);
+            continue;
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct nfs_conn *c = calloc(1, sizeof *c);
-        if (!c) { close(fd); continue; }
+        if (!c) { nfs_conn_limit_release(&s->limits, &ss); close(fd); continue; }
         c->kind = TAG_CONN;
         c->fd = fd;
         c->srv = s;
         c->peer = ss;
         atomic_init(&c->refs, 1);
+        atomic_init(&c->last_io_ns, nasd_now_ns());
         pthread_mutex_init(&c->send_lock, NULL);
         rm_init(&c->rm, NFS_MAX_RECORD);
-        char host[INET6_ADDRSTRLEN] = "?";
-        if (ss.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
-        else if (ss.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
         snprintf(c->peer_str, sizeof c->peer_str, "%s", host);
         c->ep_events = EPOLLIN | EPOLLRDHUP;
         struct epoll_event ev = { .events = c->ep_events, .data.ptr = c };
-        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) { conn_put(c); continue; }
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            nfs_conn_limit_release(&s->limits, &ss);
+            conn_put(c);
+            continue;
+        }
         c->cnext = s->conns;
         if (s->conns) s->conns->cprev = c;
         s->conns = c;
+    }
+}
+
+/* Closes connections silent for the idle timeout with no call in flight. */
+static void sweep_idle(struct nfs_server *s, uint64_t now)
+{
+    for (struct nfs_conn *c = s->conns, *n; c; c = n) {
+        n = c->cnext;
+        if (atomic_load(&c->inflight) == 0 && now - atomic_load(&c->last_io_ns) > s->idle_ns) {
+            log_debug("nfs: closing idle connection from %s", c->peer_str);
+            conn_close(s, c);
+        }
     }
 }
 
@@ -371,16 +424,25 @@ static void *net_main(void *arg)
     uint8_t *buf = malloc(bufsz);
     struct epoll_event evs[64];
     while (buf) {
-        int n = epoll_wait(s->epfd, evs, 64, -1);
-        if (n < 0) { if (errno == EINTR) continue; log_err("nfs: epoll_wait: %s", strerror(errno)); break; }
+        int n = epoll_wait(s->epfd, evs, 64, s->accept_resume_ns ? NFS_ACCEPT_BACKOFF_MS : 1000);
+        if (n < 0 && errno != EINTR) { log_err("nfs: epoll_wait: %s", strerror(errno)); break; }
         for (int i = 0; i < n; i++) {
             struct ep_tag *t = evs[i].data.ptr;
             if (t->kind == TAG_STOP) goto out;
-            if (t->kind == TAG_LISTEN) { accept_all(s, s->listen_fd[t->idx]); continue; }
+            if (t->kind == TAG_LISTEN) { if (!s->accept_resume_ns) accept_all(s, t->idx); continue; }
             struct nfs_conn *c = (struct nfs_conn *)t;
             if (evs[i].events & EPOLLOUT) conn_flush(c);   /* never frees c */
             if (evs[i].events & EPOLLIN) conn_readable(s, c, buf, bufsz);
             else if (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) conn_close(s, c);
+        }
+        uint64_t now = nasd_now_ns();   /* timers run after the batch: no event refers to a closed conn */
+        if (s->accept_resume_ns && now >= s->accept_resume_ns) {
+            s->accept_resume_ns = 0;
+            listeners_enable(s, 1);
+        }
+        if (now >= s->next_sweep_ns) {
+            sweep_idle(s, now);
+            s->next_sweep_ns = now + 1000000000ull;
         }
     }
 out:
@@ -434,6 +496,9 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
     struct nfs_server *s = calloc(1, sizeof *s);
     if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
     s->cfg = *cfg;
+    s->max_conns = cfg->max_conns ? cfg->max_conns : NFS_DEFAULT_MAX_CONNS;
+    s->max_per_addr = cfg->max_conns_per_addr ? cfg->max_conns_per_addr : NFS_DEFAULT_MAX_CONNS_PER_ADDR;
+    s->idle_ns = (uint64_t)(cfg->idle_timeout_s ? cfg->idle_timeout_s : NFS_DEFAULT_IDLE_TIMEOUT_S) * 1000000000ull;
     s->epfd = s->stop_fd = -1;
     for (int i = 0; i < 3; i++) s->listen_fd[i] = -1;
     pthread_rwlock_init(&s->exports_lock, NULL);
@@ -519,6 +584,7 @@ void nfs_server_stop(struct nfs_server *s)
     for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
     /* Workers drained the queue; drop the network thread's connection refs. */
     while (s->conns) conn_close(s, s->conns);
+    nfs_conn_limit_clear(&s->limits);
     for (int i = 0; i < 3; i++) if (s->listen_fd[i] >= 0) close(s->listen_fd[i]);
     close(s->epfd);
     close(s->stop_fd);
