@@ -59,10 +59,12 @@ stop_nasd() {
   NASD_PID=
 }
 
-# api METHOD PATH [JSON] -> prints body; sets STATUS
+# api METHOD PATH [JSON] -> prints body; sets STATUS. POST/PATCH always say JSON (nasd
+# refuses a state-changing POST without it, as a cross-site form would send).
 api() {
-  local out
-  out=$(curl -s -w '\n%{http_code}' -X "$1" ${3:+-H 'Content-Type: application/json' --data "$3"} "$API/$2")
+  local out ct=
+  case $1 in POST|PATCH) ct='Content-Type: application/json';; esac
+  out=$(curl -s -w '\n%{http_code}' -X "$1" ${ct:+-H "$ct"} ${3:+--data "$3"} "$API/$2")
   STATUS=${out##*$'\n'}
   BODY=${out%$'\n'*}
   printf '%s' "$BODY"
