@@ -4,6 +4,7 @@
 #include "api/monitoring.h"
 #include "nasd/appliance/appliance.h"
 #include "nasd/appliance/config.h"
+#include "nasd/appliance/exposure.h"
 #include "util/log.h"
 #include "nasd/appliance/monitor.h"
 #include "selftest/selftest.h"
@@ -34,6 +35,8 @@ static void raise_nofile(void)
     if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
         log_info("descriptor limit raised from %llu to %llu", (unsigned long long)was, (unsigned long long)rl.rlim_cur);
 }
+
+static void warn_line(void *arg, const char *msg) { log_warn("exposed: %s", msg); }
 
 /* --create-token: works on the DB alone, with or without a running daemon (WAL). */
 static int create_token(const struct nasd_config *cfg, const char *desc)
@@ -134,6 +137,7 @@ int main(int argc, char **argv)
         appliance_stop(&app);
         return 1;
     }
+    nasd_exposure_check(&cfg, &app.db, warn_line, NULL);
     if (cfg.auth && auth_token_count(&app.db) == 0)
         log_warn("auth is on but no API token exists: create one with nasd --db %s --create-token NAME", cfg.db_path);
     log_info("nasd ready: REST API and UI on http://%s/%s", cfg.listen, cfg.auth ? " (API tokens required)" : "");
