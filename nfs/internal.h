@@ -56,7 +56,7 @@ struct nfs_mount_entry {
     struct nfs_mount_entry *hnext, *prev, *next;
     uint64_t hash;
     char host[64];
-    char path[];
+    char *path;              /* stored right after the entry, same allocation */
 };
 #define NFS_MOUNTS_MAX 4096
 #define NFS_MOUNTS_BUCKETS 1024
@@ -177,6 +177,10 @@ int nfs_may(const struct nfs_ctx *c, const struct stat *st, int want, int owner_
 
 /* server.c */
 void nfs_conn_send_reply(struct nfs_conn *conn, uint8_t *buf, size_t len);
+/* Decodes, runs and answers one RPC record on conn (what a worker does for each call);
+ * returns the reply length in w->rbuf + 4 (0 when nothing was sent). */
+size_t nfs_server_handle_record(struct nfs_worker *w, struct nfs_conn *conn, const uint8_t *rec, size_t len,
+                                uint64_t t_arrive);
 
 /* mount.c */
 void nfs_mount_dispatch(struct nfs_ctx *c);

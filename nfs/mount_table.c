@@ -67,6 +67,7 @@ void nfs_mounts_add(struct nfs_server *s, const char *host, const char *path)
     struct nfs_mount_entry *m = calloc(1, sizeof *m + plen + 1);
     if (!m) goto out;
     snprintf(m->host, sizeof m->host, "%s", host);
+    m->path = (char *)(m + 1);
     memcpy(m->path, path, plen + 1);
     m->hash = h;
     m->hnext = s->mnt_buckets[h % NFS_MOUNTS_BUCKETS];

@@ -157,22 +157,22 @@ static int drc_wants(const struct rpc_call *c)
 }
 
 /* 1: the call was answered from the cache or dropped as a duplicate in progress. */
-static int drc_check(struct nfs_worker *w, struct nfs_req *r, const struct nfs_ctx *c,
+static int drc_check(struct nfs_worker *w, struct nfs_conn *conn, const struct nfs_ctx *c,
                      const struct xdr_dec *args, uint32_t *slot)
 {
     struct nfs_drc_key k;
-    nfs_drc_key_init(&k, &r->conn->peer, c->call.xid, c->call.prog, c->call.vers, c->call.proc,
+    nfs_drc_key_init(&k, &conn->peer, c->call.xid, c->call.prog, c->call.vers, c->call.proc,
                      args->p, (size_t)(args->end - args->p));
     size_t len = 0;
     switch (nfs_drc_begin(w->srv->drc, &k, w->rbuf + 4, &len, slot)) {
     case NFS_DRC_REPLAY:
-        log_debug("nfs: %s retransmitted xid %08x (proc %u): cached reply", r->conn->peer_str,
+        log_debug("nfs: %s retransmitted xid %08x (proc %u): cached reply", conn->peer_str,
                   c->call.xid, c->call.proc);
-        nfs_conn_send_reply(r->conn, w->rbuf, len + 4);
+        nfs_conn_send_reply(conn, w->rbuf, len + 4);
         return 1;
     case NFS_DRC_IN_PROGRESS:
         log_debug("nfs: %s retransmitted xid %08x (proc %u) still in progress: dropped",
-                  r->conn->peer_str, c->call.xid, c->call.proc);
+                  conn->peer_str, c->call.xid, c->call.proc);
         return 1;
     case NFS_DRC_UNTRACKED:
         *slot = UINT32_MAX;
@@ -183,27 +183,28 @@ static int drc_check(struct nfs_worker *w, struct nfs_req *r, const struct nfs_c
     return 0;
 }
 
-static void handle_request(struct nfs_worker *w, struct nfs_req *r)
+size_t nfs_server_handle_record(struct nfs_worker *w, struct nfs_conn *conn, const uint8_t *rec, size_t len,
+                                uint64_t t_arrive)
 {
     struct nfs_server *s = w->srv;
     uint64_t cpu0 = nasd_thread_cpu_ns();
     struct xdr_dec d;
-    xdr_dec_init(&d, r->rec, r->len);
+    xdr_dec_init(&d, rec, len);
     struct xdr_enc e;
     xdr_enc_init(&e, w->rbuf + 4, NFS_REPLY_CAP);
-    struct nfs_ctx c = { .srv = s, .w = w, .conn = r->conn, .args = &d, .res = &e, .kind = NASD_OP_OTHER };
+    struct nfs_ctx c = { .srv = s, .w = w, .conn = conn, .args = &d, .res = &e, .kind = NASD_OP_OTHER };
     uint32_t drc_slot = UINT32_MAX;
     enum rpc_parse_result pr = rpc_parse_call(&d, &c.call);
     switch (pr) {
     case RPC_PARSE_DROP:
-        log_debug("nfs: %s sent an undecodable RPC message; closing", r->conn->peer_str);
-        conn_kill(r->conn);
-        return;
+        log_debug("nfs: %s sent an undecodable RPC message; closing", conn->peer_str);
+        conn_kill(conn);
+        return 0;
     case RPC_PARSE_RPC_MISMATCH: rpc_put_rpc_mismatch(&e, c.call.xid); break;
     case RPC_PARSE_BADCRED: rpc_put_auth_error(&e, c.call.xid, AUTH_BADCRED); break;
     case RPC_PARSE_WEAKAUTH: rpc_put_auth_error(&e, c.call.xid, AUTH_TOOWEAK); break;
     case RPC_PARSE_OK:
-        if (s->drc && drc_wants(&c.call) && drc_check(w, r, &c, &d, &drc_slot)) return;
+        if (s->drc && drc_wants(&c.call) && drc_check(w, conn, &c, &d, &drc_slot)) return 0;
         if (c.call.prog == PROG_NFS) nfs3_dispatch(&c);
         else if (c.call.prog == PROG_MOUNT) nfs_mount_dispatch(&c);
         else if (c.call.prog == PROG_PORTMAP) nfs_portmap_dispatch(&c);
@@ -218,12 +219,13 @@ static void handle_request(struct nfs_worker *w, struct nfs_req *r)
     }
     /* cached before sending so that a retransmission racing the reply is answered too */
     if (drc_slot != UINT32_MAX) nfs_drc_done(s->drc, drc_slot, w->rbuf + 4, e.len);
-    nfs_conn_send_reply(r->conn, w->rbuf, e.len + 4);
+    nfs_conn_send_reply(conn, w->rbuf, e.len + 4);
     if (c.exp) {
-        nasd_stats_record(c.exp->stats, c.kind, c.bytes, nasd_now_ns() - r->t_arrive,
+        nasd_stats_record(c.exp->stats, c.kind, c.bytes, nasd_now_ns() - t_arrive,
                           nasd_thread_cpu_ns() - cpu0, c.status != 0);
         nfs_export_put(c.exp);
     }
+    return e.len;
 }
 
 static void *worker_main(void *arg)
@@ -244,7 +246,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&s->qlock);
 
         struct nfs_conn *conn = r->conn;
-        if (!atomic_load(&conn->dead)) handle_request(w, r);
+        if (!atomic_load(&conn->dead)) nfs_server_handle_record(w, conn, r->rec, r->len, r->t_arrive);
         free(r->rec);
         free(r);
         atomic_fetch_sub(&conn->inflight, 1);
