@@ -45,11 +45,19 @@ static struct nasd_fsroot *open_dataset(const char *dir)
     return fs;                                      /* the pool stays open for the process */
 }
 
+static char dir[] = "/tmp/nasd-fuzz-nfs-XXXXXX";
+static void cleanup(void)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    (void)!system(cmd);
+}
+
 static int init(void)
 {
     nasd_log_level = getenv("FUZZ_LOG") ? LOG_DEBUG : -1;
-    char dir[] = "/tmp/nasd-fuzz-nfs-XXXXXX";
     if (!mkdtemp(dir)) return -1;
+    atexit(cleanup);
     struct nasd_fsroot *fs = open_dataset(dir);
     if (!fs) return -1;
     struct nfs_server_cfg cfg = { .bind_addr = "127.0.0.1", .portmap_port = 0, .workers = 1 };
