@@ -91,6 +91,7 @@ struct nfs_server {
     uint64_t idle_ns;
     uint64_t accept_resume_ns;      /* accepting paused (EMFILE) until then; 0: not paused */
     uint64_t next_sweep_ns;
+    _Atomic size_t out_total;       /* reply bytes queued on all connections */
     struct nfs_drc *drc;     /* duplicate request cache (NULL: disabled) */
 };
 

@@ -24,16 +24,32 @@
 #define CONN_RESUME_INFLIGHT 128
 #define OUT_PAUSE_BYTES (8u << 20)    /* stop reading calls while this much output is queued */
 #define NFS_ACCEPT_BACKOFF_MS 100
-#define OUT_MAX_BYTES (512u << 20)     /* hard cap (bounded anyway by inflight x max reply) */
+/* A client that sends calls but does not read replies is dropped once this much output
+ * is queued for it, or, while all connections together hold OUT_TOTAL_MAX_BYTES, once it
+ * has more than OUT_FAIR_BYTES queued (so a client that reads is never the one dropped).
+ * Calls already read keep producing replies after reading pauses: up to
+ * CONN_MAX_INFLIGHT replies of 1 MiB each. */
+#define OUT_MAX_BYTES (64u << 20)
+#define OUT_TOTAL_MAX_BYTES (128u << 20)
+#define OUT_FAIR_BYTES (2u << 20)
 
 enum { TAG_CONN = 0, TAG_LISTEN = 1, TAG_STOP = 2 };
 struct ep_tag { int kind; int idx; };
 static struct ep_tag listen_tags[3] = { { TAG_LISTEN, 0 }, { TAG_LISTEN, 1 }, { TAG_LISTEN, 2 } };
 static struct ep_tag stop_tag = { TAG_STOP, 0 };
 
+/* Records c's queued output, here and in the server-wide total; caller holds send_lock. */
+static void set_queued(struct nfs_conn *c, size_t n)
+{
+    size_t old = atomic_exchange(&c->out_queued, n);
+    if (n >= old) atomic_fetch_add(&c->srv->out_total, n - old);
+    else atomic_fetch_sub(&c->srv->out_total, old - n);
+}
+
 static void conn_put(struct nfs_conn *c)
 {
     if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
+        if (c->srv) set_queued(c, 0);
         close(c->fd);
         rm_free(&c->rm);
         free(c->out);
@@ -103,8 +119,10 @@ void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
     if (!out_pending(c) && send_some(c, buf, len, &off) < 0) { conn_kill(c); goto out; }
     if (off < len) {
         size_t rest = len - off;
-        if (out_pending(c) + rest > OUT_MAX_BYTES) {
-            log_warn("nfs: client %s not reading replies; dropping connection", c->peer_str);
+        if (out_pending(c) + rest > OUT_MAX_BYTES ||
+            (atomic_load(&c->srv->out_total) + rest > OUT_TOTAL_MAX_BYTES && out_pending(c) + rest > OUT_FAIR_BYTES)) {
+            log_warn("nfs: client %s not reading replies (%zu bytes queued, %zu on all connections); "
+                     "dropping connection", c->peer_str, out_pending(c), (size_t)atomic_load(&c->srv->out_total));
             conn_kill(c);
             goto out;
         }
@@ -124,7 +142,7 @@ void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
         }
         memcpy(c->out + c->out_len, buf + off, rest);
         c->out_len += rest;
-        atomic_store(&c->out_queued, out_pending(c));
+        set_queued(c, out_pending(c));
         conn_update_events_locked(c);
     }
 out:
@@ -141,7 +159,7 @@ static void conn_flush(struct nfs_conn *c)
         c->out_off = c->out_len = 0;
         if (c->out_cap > (4u << 20)) { free(c->out); c->out = NULL; c->out_cap = 0; }
     }
-    atomic_store(&c->out_queued, out_pending(c));
+    set_queued(c, out_pending(c));
     if (atomic_load(&c->paused) && conn_may_resume(c)) atomic_store(&c->paused, 0);
     conn_update_events_locked(c);
     pthread_mutex_unlock(&c->send_lock);
