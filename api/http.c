@@ -40,13 +40,14 @@ struct req {
 static http_text_fn metrics_fn;
 void http_set_metrics(http_text_fn fn) { metrics_fn = fn; }
 
-/* On every response. Styles may be inline (the UI sets style attributes), scripts not. */
+/* On every response. Styles may be inline (the UI sets style attributes) and images data:
+ * URLs (its empty favicon), scripts only from here. */
 static void common_headers(struct MHD_Response *resp)
 {
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
     MHD_add_response_header(resp, "Content-Security-Policy",
-                            "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; "
+                            "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; "
                             "base-uri 'none'; form-action 'self'");
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
 }
@@ -320,10 +321,10 @@ struct http_server *http_start(struct appliance *a, char *err, size_t errlen)
     /* One polling thread: handlers serialise on the DB and the appliance anyway. */
     /* sin_port and sin6_port share their offset */
     h->d = MHD_start_daemon(flags, ntohs(((struct sockaddr_in *)&ss)->sin_port), NULL, NULL, on_request, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, or MHD logs before it */
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, h->guard,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS_PER_IP,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
