@@ -94,6 +94,33 @@ print("after %.0f s of trickled headers: %d still open" % (time.time() - t0, lef
 assert left == 0, "trickled headers kept connections past the header deadline"
 PY
 
+echo "== client strings are escaped in the log"
+curl -s -o /dev/null -X POST -H 'Content-Type: application/json' \
+    --data '{"description":"x\n00:00:00.000 error forged\u001b[2J"}' "$API/tokens"
+grep -q '^00:00:00.000 error forged' "$T/nasd.log" && fail "token description injected a log line"
+grep -q 'x\\x0a00:00:00.000 error forged\\x1b\[2J' "$T/nasd.log" || fail "escaped description not logged"
+
+echo "== out of descriptors: REST backs off, the log stays small"
+prlimit --pid $NASD_PID --nofile=48:48 || fail "prlimit"
+logsize=$(stat -c %s "$T/nasd.log")
+python3 - "$HTTP_PORT" <<'PY' || fail "EMFILE flood"
+import socket, sys, time
+socks = []
+for a in range(2, 6):                  # 4 addresses x 30: past the 48 descriptors
+    for _ in range(30):
+        s = socket.socket(); s.setblocking(False); s.bind(("127.0.0.%d" % a, 0))
+        try: s.connect(("127.0.0.1", int(sys.argv[1])))
+        except BlockingIOError: pass
+        socks.append(s)
+time.sleep(3)
+for s in socks: s.close()
+PY
+grown=$(( $(stat -c %s "$T/nasd.log") - logsize ))
+echo "log grew by $grown bytes in 3 s at EMFILE"
+[ "$grown" -lt 20000 ] || fail "log flood at EMFILE: $grown bytes"
+sleep 1
+[ "$(code "$API/system")" = 200 ] || fail "API not answering after EMFILE"
+
 echo "== auth: 401 before the body is read"
 stop_nasd
 "$NASD" --db "$T/nasd.db" --create-token t >/dev/null
