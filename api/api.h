@@ -19,6 +19,7 @@ struct api_reply {
     json_t *json;              /* JSON body (owned) */
     char *text;                /* or a text body (malloc'd), with content_type */
     const char *content_type;
+    char allow[48];            /* methods for an Allow header (405, OPTIONS), or "" */
 };
 
 /* A collection under /api/v1/. Handlers return nothing; they fill the reply. A NULL
