@@ -47,6 +47,16 @@ async function systemInfo() {
   }
 }
 
+// Phones: the menu is hidden behind a button; choosing a page closes it again.
+function setupMenu() {
+  const btn = document.getElementById('menu-toggle');
+  const nav = document.getElementById('nav');
+  const show = (open) => { nav.classList.toggle('open', open); btn.setAttribute('aria-expanded', String(open)); };
+  btn.addEventListener('click', () => show(!nav.classList.contains('open')));
+  nav.addEventListener('click', (ev) => { if (ev.target.closest('a')) show(false); });
+}
+
+setupMenu();
 window.addEventListener('hashchange', route);
 route();
 systemInfo();

@@ -116,7 +116,7 @@ function followJob(box, id, onFinish) {
         kv('latency p50', fmt.micros(live.lat_p50_us)), kv('latency p99', fmt.micros(live.lat_p99_us)), kv('CPU', fmt.pct(live.cpu_pct))) : null,
       job.error ? h('div', { class: 'error', role: 'alert', 'data-testid': 'st-error' }, job.error) : null,
       job.result ? h('div', { class: 'row', style: 'margin-top:12px' },
-        h('div', { style: 'width:300px' }, resultTable(job.result)), h('div', { class: 'grow' }, timelineCharts(job.timeline)))
+        h('div', { class: 'result-col' }, resultTable(job.result)), h('div', { class: 'grow' }, timelineCharts(job.timeline)))
         : (job.timeline && job.timeline.length ? h('div', { style: 'margin-top:12px' }, timelineCharts(job.timeline)) : null));
     if (job.status === 'running') timer = setTimeout(tick, JOB_POLL_MS);
     else onFinish();
