@@ -129,3 +129,10 @@ export function editPanel(box, title, form, testid) {
   if (first) first.focus();
   return close;
 }
+
+// A list could not be loaded. While nasd is only unreachable the last data stays (the banner
+// says it is old); any other failure, or nothing shown yet, shows the error in the box.
+export function loadFailed(box, e, what) {
+  if (e instanceof ApiError && e.unreachable && box.firstChild && !box.querySelector('.load-error')) return;
+  fill(box, h('div', { class: 'error load-error', role: 'alert', 'data-testid': 'load-error' }, `cannot ${what}: ${e.message}`));
+}

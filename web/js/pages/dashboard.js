@@ -16,13 +16,15 @@ const exportKey = (type, id) => `${type}:${id}`;
 let selected = null; // remembered across visits to the dashboard
 let range = '5m';
 
-function summary(pools, iscsi, nfs, datasets, volumes) {
+// Counts not loaded yet show "—", never 0.
+function summary(cfg) {
   const card = (k, val, testid) => h('div', { class: 'stat', 'data-testid': testid }, h('div', { class: 'v' }, val), h('div', { class: 'k' }, k));
-  const healthy = pools.filter((p) => p.state === 'ONLINE').length;
+  const known = (name, v) => (cfg.loaded[name] ? v : '—');
+  const healthy = cfg.pools.filter((p) => p.state === 'ONLINE').length;
   return h('div', { class: 'stats-cards' },
-    card('pools online', `${healthy} / ${pools.length}`, 'card-pools'),
-    card('datasets', datasets, 'card-datasets'), card('volumes', volumes, 'card-volumes'),
-    card('iSCSI exports', iscsi.length, 'card-iscsi'), card('NFS exports', nfs.length, 'card-nfs'));
+    card('pools online', known('pools', `${healthy} / ${cfg.pools.length}`), 'card-pools'),
+    card('datasets', known('datasets', cfg.datasets), 'card-datasets'), card('volumes', known('volumes', cfg.volumes), 'card-volumes'),
+    card('iSCSI exports', known('iscsi', cfg.iscsi.length), 'card-iscsi'), card('NFS exports', known('nfs', cfg.nfs.length), 'card-nfs'));
 }
 
 // Samples in time order, one per timestamp (the later one wins if the sampler repeated a second).
@@ -45,7 +47,7 @@ function historyChart(hist, title, label) {
 
 export async function mount(root) {
   let timer = null, tick = 0, alive = true;
-  let cfg = { pools: [], iscsi: [], nfs: [], datasets: 0, volumes: 0 };
+  let cfg = { pools: [], iscsi: [], nfs: [], datasets: 0, volumes: 0, loaded: {} };
   let stats = null, statsError = null;
 
   const summaryBox = h('div', { id: 'summary' });
@@ -66,10 +68,17 @@ export async function mount(root) {
     h('section', { class: 'card', 'aria-labelledby': 'chart-title' },
       h('div', { class: 'chart-head' }, chartTitle, rangeSel), figures, chartBox));
 
+  // A list that fails to load keeps its last value (never a made-up empty one); returns
+  // false when nothing has been loaded yet.
   async function loadConfig() {
-    const [pools, iscsi, nfs, datasets, volumes] = await Promise.all(
-      ['pools', 'exports/iscsi', 'exports/nfs', 'datasets', 'volumes'].map((p) => get(p).catch(() => [])));
-    cfg = { pools, iscsi, nfs, datasets: datasets.length, volumes: volumes.length };
+    const names = ['pools', 'iscsi', 'nfs', 'datasets', 'volumes'];
+    const got = await Promise.allSettled(['pools', 'exports/iscsi', 'exports/nfs', 'datasets', 'volumes'].map((p) => get(p)));
+    got.forEach((r, i) => {
+      if (r.status !== 'fulfilled') return;
+      cfg[names[i]] = i >= 3 ? r.value.length : r.value;
+      cfg.loaded[names[i]] = true;
+    });
+    const { pools, iscsi, nfs } = cfg;
     const all = [...iscsi.map((x) => exportKey('iscsi', x.id)), ...nfs.map((x) => exportKey('nfs', x.id))];
     if (!all.includes(selected)) selected = all[0] || null;
   }
@@ -98,7 +107,7 @@ export async function mount(root) {
       cell({ label: 'Write', key: 'write_bps' }, (s) => fmt.rate(s.write_bps)),
       cell({ label: 'Lat p50 / p99', key: 'latency' }, (s) => `${fmt.micros(s.lat_p50_us)} / ${fmt.micros(s.lat_p99_us)}`),
       cell({ label: 'CPU', key: 'cpu_pct' }, (s) => fmt.pct(s.cpu_pct)),
-    ], rows, { testid: 'exports-live', rowId: (r) => `export-row-${r.type}-${r.x.name}`, empty: 'No exports yet — create an iSCSI or NFS export.' });
+    ], rows, { testid: 'exports-live', rowId: (r) => `export-row-${r.type}-${r.x.name}`, empty: cfg.loaded.iscsi && cfg.loaded.nfs ? 'No exports yet — create an iSCSI or NFS export.' : 'export list not loaded (nasd unreachable?)' });
     for (const tr of t.tBodies[0].rows) {
       const r = rows[tr.rowIndex - 1];
       if (!r) continue;
@@ -136,7 +145,7 @@ export async function mount(root) {
       { label: 'Health', cell: (p) => stateBadge(p.state) },
       { label: 'Capacity', cell: poolCapacity },
       { label: 'Free', class: 'num', cell: (p) => fmt.bytes(p.free) },
-    ], cfg.pools, { testid: 'dash-pools-table', rowId: (p) => `dash-pool-${p.name}`, empty: 'No pools yet.' }));
+    ], cfg.pools, { testid: 'dash-pools-table', rowId: (p) => `dash-pool-${p.name}`, empty: cfg.loaded.pools ? 'No pools yet.' : 'pool list not loaded (nasd unreachable?)' }));
   }
 
   // One poll at a time; a request for another while busy runs right after.
@@ -158,7 +167,7 @@ export async function mount(root) {
   async function pollOnce() {
     if (tick++ % CONFIG_EVERY === 0) {
       await loadConfig();
-      fill(summaryBox, summary(cfg.pools, cfg.iscsi, cfg.nfs, cfg.datasets, cfg.volumes));
+      fill(summaryBox, summary(cfg));
       renderPools();
     }
     let hist = null;
@@ -167,7 +176,8 @@ export async function mount(root) {
         selected ? get(`stats/history?export=${encodeURIComponent(selected)}&range=${range}`) : null]);
       statsError = null;
     } catch (e) {
-      statsError = e.message;
+      statsError = e.unreachable ? null : e.message; // unreachable: the banner says it, the last figures stay
+      if (e.unreachable) hist = undefined;
     }
     if (!alive) return;
     notice.hidden = !statsError;
@@ -178,7 +188,7 @@ export async function mount(root) {
       .find(([t, x]) => exportKey(t, x.id) === selected) : null;
     fill(chartTitle, name ? `IOPS — ${name[0] === 'iscsi' ? 'iSCSI' : 'NFS'} ${name[1].name}` : 'IOPS');
     if (!selected) fill(chartBox, h('p', { class: 'muted' }, 'Create an export to see its I/O here.'));
-    else if (!statsError) fill(chartBox, historyChart(hist, '', `${chartTitle.textContent} (${rangeSel.selectedOptions[0].textContent})`));
+    else if (!statsError && hist !== undefined) fill(chartBox, historyChart(hist, '', `${chartTitle.textContent} (${rangeSel.selectedOptions[0].textContent})`));
     else if (!chartBox.firstChild) fill(chartBox, lineChart({ series: [], empty: 'statistics unavailable', height: 230 }));
   }
 

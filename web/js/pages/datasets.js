@@ -4,7 +4,7 @@ import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, action, section, button, showError, editPanel, toast } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, showError, editPanel, toast, loadFailed } from '../ui.js';
 
 export const poolOptions = (pools) => (pools.length
   ? pools.map((p) => ({ value: p.name, label: `${p.name} (${fmt.bytes(p.free)} free)` }))
@@ -84,7 +84,7 @@ export async function mount(root) {
             onclick: () => action(() => del(`datasets/${key(d.pool, d.name)}`), { confirmText: `Delete dataset ${d.full_name} and all its files?`, ok: `dataset ${d.full_name} deleted`, refresh }) })) },
       ], rows, { testid: 'datasets-table', rowId: (d) => `dataset-row-${d.full_name}`, empty: 'No datasets yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list datasets: ${e.message}`));
+      loadFailed(listBox, e, 'list datasets');
     }
   }
 

@@ -4,7 +4,7 @@ import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast } from '../ui.js';
+import { field, input, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast, loadFailed } from '../ui.js';
 
 export function exportStatus(x) {
   const attrs = { 'data-testid': 'status' };
@@ -169,7 +169,7 @@ export async function mount(root) {
             onclick: () => action(() => del(`exports/iscsi/${key(x.name)}`), { confirmText: `Delete iSCSI export ${x.name}? Initiators lose access.`, ok: `${x.name} deleted`, refresh }) })) },
       ], rows, { testid: 'iscsi-table', rowId: (x) => `iscsi-row-${x.name}`, empty: 'No iSCSI exports yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list iSCSI exports: ${e.message}`));
+      loadFailed(listBox, e, 'list iSCSI exports');
     }
   };
   fill(root, h('h1', {}, 'iSCSI exports'), section('Targets', listBox), editBox, section('Create iSCSI export', createForm(volumes, refresh)));

@@ -3,7 +3,7 @@
 import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast, loadFailed } from '../ui.js';
 import { exportStatus } from './iscsi.js';
 
 function createForm(datasets, refresh) {
@@ -99,7 +99,7 @@ export async function mount(root) {
             onclick: () => action(() => del(`exports/nfs/${key(x.name)}`), { confirmText: `Delete NFS export ${x.name}? Clients lose access.`, ok: `${x.name} deleted`, refresh }) })) },
       ], rows, { testid: 'nfs-table', rowId: (x) => `nfs-row-${x.name}`, empty: 'No NFS exports yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list NFS exports: ${e.message}`));
+      loadFailed(listBox, e, 'list NFS exports');
     }
   };
   fill(root, h('h1', {}, 'NFS exports'), section('Exports', listBox), editBox, section('Create NFS export', createForm(datasets, refresh)));

@@ -125,6 +125,7 @@ export async function mount(root, name) {
     try {
       p = await get(`pools/${key(name)}`);
     } catch (e) {
+      if (e.unreachable && summaryBox.querySelector('[data-testid="pool-state"]')) return; // keep the last figures
       fill(summaryBox, h('div', { class: 'error', role: 'alert', 'data-testid': 'pool-load-error' }, `cannot load pool ${name}: ${e.message}`));
       fill(maintBox); fill(membersBox); fill(replaceBox);
       return;

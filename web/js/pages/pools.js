@@ -4,7 +4,7 @@ import { h, fill } from '../dom.js';
 import { get, post, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button, toast } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button, toast, loadFailed } from '../ui.js';
 
 const MIN_MEMBERS = { stripe: 1, mirror: 2, raidz1: 3 };
 const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
@@ -138,7 +138,7 @@ export async function mount(root, arg) {
           onclick: () => action(() => del(`pools/${key(p.name)}`), { confirmText: `Delete pool ${p.name}? Its member files are released.`, ok: `pool ${p.name} deleted`, refresh }) })) },
       ], pools, { testid: 'pools-table', rowId: (p) => `pool-row-${p.name}`, empty: 'No pools yet. Create one below.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list pools: ${e.message}`));
+      loadFailed(listBox, e, 'list pools');
     }
   };
   fill(root, h('h1', {}, 'Pools'), section('Pools', listBox), section('Create pool', createForm(refresh)),

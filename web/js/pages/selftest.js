@@ -5,7 +5,7 @@ import { get, post, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
 import { lineChart } from '../chart.js';
-import { field, input, select, errorBox, onSubmit, table, section, badge, progressBar } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, section, badge, progressBar, loadFailed } from '../ui.js';
 
 const PATTERNS = [
   { value: '4k-randread', label: '4K random read' },
@@ -141,7 +141,7 @@ async function jobsTable(box) {
     ], [...list].sort((a, b) => (b.started || 0) - (a.started || 0)).slice(0, 20),
     { testid: 'jobs-table', rowId: (j) => `job-row-${j.id}`, empty: 'No self-tests run yet.' }));
   } catch (e) {
-    fill(box, h('div', { class: 'error', role: 'alert' }, `cannot list jobs: ${e.message}`));
+    loadFailed(box, e, 'list jobs');
   }
 }
 

@@ -3,7 +3,7 @@ import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, action, section, button } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, loadFailed } from '../ui.js';
 import { poolOptions } from './datasets.js';
 
 const MiB = 1024 * 1024;
@@ -49,7 +49,7 @@ export async function mount(root) {
             onclick: () => action(() => del(`volumes/${key(x.pool, x.name)}`), { confirmText: `Delete volume ${x.full_name} and its data?`, ok: `volume ${x.full_name} deleted`, refresh }) })) },
       ], rows, { testid: 'volumes-table', rowId: (x) => `volume-row-${x.full_name}`, empty: 'No volumes yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list volumes: ${e.message}`));
+      loadFailed(listBox, e, 'list volumes');
     }
   };
 
