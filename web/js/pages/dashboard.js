@@ -6,6 +6,7 @@ import * as fmt from '../format.js';
 import { lineChart } from '../chart.js';
 import { table, stateBadge, section, select } from '../ui.js';
 import { poolCapacity } from './pools.js';
+import { withSpace, freeCell } from '../space.js';
 import { exportStatus } from './iscsi.js';
 
 const TICK_MS = 1000;
@@ -34,15 +35,30 @@ function orderedSamples(hist) {
   return [...byT.values()].sort((a, b) => a.t - b.t);
 }
 
-function historyChart(hist, title, label) {
+// IOPS, throughput (decimal MB/s) and latency (p50/p99) history of one export. Latency is
+// drawn only for seconds with I/O: an idle second has no latency, not a latency of 0.
+function historyCharts(hist, label) {
   const samples = orderedSamples(hist);
-  const series = [
-    { label: 'read', color: 'var(--read)', fill: true, points: samples.map((x) => [x.t, x.read_iops || 0]) },
-    { label: 'write', color: 'var(--write)', points: samples.map((x) => [x.t, x.write_iops || 0]) },
-    { label: 'other', color: 'var(--other)', points: samples.map((x) => [x.t, x.other_iops || 0]) },
-  ];
   const xFormat = hist && hist.resolution >= 60 ? (t) => fmt.clock(t).slice(0, 5) : fmt.clock;
-  return lineChart({ series, xFormat, title, label, height: 230, empty: 'no samples yet' });
+  const pts = (f, div = 1, list = samples) => list.map((x) => [x.t, (x[f] || 0) / div]);
+  const iops = lineChart({ series: [
+    { label: 'read', color: 'var(--read)', fill: true, points: pts('read_iops') },
+    { label: 'write', color: 'var(--write)', points: pts('write_iops') },
+    { label: 'other', color: 'var(--other)', points: pts('other_iops') },
+  ], xFormat, unit: 'IOPS', title: 'Operations per second', label: `${label} IOPS`, height: 230, empty: 'no samples yet' });
+  const tput = lineChart({ series: [
+    { label: 'read', color: 'var(--read)', fill: true, points: pts('read_bps', 1e6) },
+    { label: 'write', color: 'var(--write)', points: pts('write_bps', 1e6) },
+  ], xFormat, unit: 'MB/s', title: 'Throughput (MB/s, 10⁶ bytes/s)', label: `${label} throughput`, width: 480, height: 220, empty: 'no samples yet' });
+  const busy = samples.filter((x) => (x.read_iops || 0) + (x.write_iops || 0) + (x.other_iops || 0) > 0 && x.lat_p50_us > 0);
+  const inMs = busy.some((x) => x.lat_p99_us >= 2000);
+  const latDiv = inMs ? 1000 : 1;
+  const lat = lineChart({ series: [
+    { label: 'p50', color: 'var(--read)', points: pts('lat_p50_us', latDiv, busy) },
+    { label: 'p99', color: 'var(--write)', points: pts('lat_p99_us', latDiv, busy) },
+  ], xFormat, unit: inMs ? 'ms' : 'µs', title: 'Latency', label: `${label} latency`, width: 480, height: 220,
+  empty: samples.length ? 'idle — no I/O, no latency' : 'no samples yet' });
+  return { iops, tput, lat };
 }
 
 export async function mount(root) {
@@ -58,15 +74,18 @@ export async function mount(root) {
     { value: '5m', label: 'last 5 minutes', selected: range === '5m' }, { value: '1h', label: 'last hour', selected: range === '1h' },
     { value: '24h', label: 'last 24 hours', selected: range === '24h' }]);
   rangeSel.addEventListener('change', () => { range = rangeSel.value; poll(); });
-  const chartTitle = h('h2', { id: 'chart-title' }, 'IOPS');
+  const chartTitle = h('h2', { id: 'chart-title' }, 'I/O history');
   const chartBox = h('div', { id: 'iops-chart', 'data-testid': 'iops-chart' });
+  const tputBox = h('div', { id: 'tput-chart', 'data-testid': 'tput-chart' });
+  const latBox = h('div', { id: 'lat-chart', 'data-testid': 'lat-chart' });
   const figures = h('div', { class: 'kv', id: 'selected-figures', 'data-testid': 'selected-figures' });
 
   fill(root, h('h1', {}, 'Dashboard'), summaryBox, notice,
     section('Pools', poolsBox),
     section('Exports — live', exportsBox),
     h('section', { class: 'card', 'aria-labelledby': 'chart-title' },
-      h('div', { class: 'chart-head' }, chartTitle, rangeSel), figures, chartBox));
+      h('div', { class: 'chart-head' }, chartTitle, rangeSel), figures, chartBox,
+      h('div', { class: 'charts2' }, tputBox, latBox)));
 
   // A list that fails to load keeps its last value (never a made-up empty one); returns
   // false when nothing has been loaded yet.
@@ -76,6 +95,7 @@ export async function mount(root) {
     got.forEach((r, i) => {
       if (r.status !== 'fulfilled') return;
       cfg[names[i]] = i >= 3 ? r.value.length : r.value;
+      if (i >= 3) cfg[`${names[i]}List`] = r.value;
       cfg.loaded[names[i]] = true;
     });
     const { pools, iscsi, nfs } = cfg;
@@ -105,7 +125,7 @@ export async function mount(root) {
       cell({ label: 'Other', key: 'other_iops' }, (s) => fmt.count(s.other_iops)),
       cell({ label: 'Read', key: 'read_bps' }, (s) => fmt.rate(s.read_bps)),
       cell({ label: 'Write', key: 'write_bps' }, (s) => fmt.rate(s.write_bps)),
-      cell({ label: 'Lat p50 / p99', key: 'latency' }, (s) => `${fmt.micros(s.lat_p50_us)} / ${fmt.micros(s.lat_p99_us)}`),
+      cell({ label: 'Lat p50 / p99', key: 'latency' }, (s) => `${fmt.latency(s.lat_p50_us)} / ${fmt.latency(s.lat_p99_us)}`),
       cell({ label: 'CPU', key: 'cpu_pct' }, (s) => fmt.pct(s.cpu_pct)),
     ], rows, { testid: 'exports-live', rowId: (r) => `export-row-${r.type}-${r.x.name}`, empty: cfg.loaded.iscsi && cfg.loaded.nfs ? 'No exports yet — create an iSCSI or NFS export.' : 'export list not loaded (nasd unreachable?)' });
     for (const tr of t.tBodies[0].rows) {
@@ -132,7 +152,7 @@ export async function mount(root) {
       kv('IOPS', fmt.count((s.read_iops || 0) + (s.write_iops || 0) + (s.other_iops || 0)), 'fig-iops',
         `read ${fmt.count(s.read_iops)} · write ${fmt.count(s.write_iops)} · other ${fmt.count(s.other_iops)}`),
       kv('read', fmt.rate(s.read_bps), 'fig-read'), kv('write', fmt.rate(s.write_bps), 'fig-write'),
-      kv('latency p50', fmt.micros(s.lat_p50_us), 'fig-p50'), kv('latency p99', fmt.micros(s.lat_p99_us), 'fig-p99'),
+      kv('latency p50', fmt.latency(s.lat_p50_us), 'fig-p50'), kv('latency p99', fmt.latency(s.lat_p99_us), 'fig-p99'),
       kv('CPU', fmt.pct(s.cpu_pct), 'fig-cpu'),
     ] : []);
     figures.hidden = !s;
@@ -144,8 +164,8 @@ export async function mount(root) {
       { label: 'Layout', cell: (p) => `${p.layout} · ${(p.members || []).length} disks` },
       { label: 'Health', cell: (p) => stateBadge(p.state) },
       { label: 'Capacity', cell: poolCapacity },
-      { label: 'Free', class: 'num', cell: (p) => fmt.bytes(p.free) },
-    ], cfg.pools, { testid: 'dash-pools-table', rowId: (p) => `dash-pool-${p.name}`, empty: cfg.loaded.pools ? 'No pools yet.' : 'pool list not loaded (nasd unreachable?)' }));
+      { label: 'Free', cell: freeCell },
+    ], cfg.volumesList && cfg.datasetsList ? withSpace(cfg.pools, cfg.volumesList, cfg.datasetsList) : cfg.pools, { testid: 'dash-pools-table', rowId: (p) => `dash-pool-${p.name}`, empty: cfg.loaded.pools ? 'No pools yet.' : 'pool list not loaded (nasd unreachable?)' }));
   }
 
   // One poll at a time; a request for another while busy runs right after.
@@ -186,10 +206,14 @@ export async function mount(root) {
     renderFigures();
     const name = selected ? [...cfg.iscsi.map((x) => ['iscsi', x]), ...cfg.nfs.map((x) => ['nfs', x])]
       .find(([t, x]) => exportKey(t, x.id) === selected) : null;
-    fill(chartTitle, name ? `IOPS — ${name[0] === 'iscsi' ? 'iSCSI' : 'NFS'} ${name[1].name}` : 'IOPS');
-    if (!selected) fill(chartBox, h('p', { class: 'muted' }, 'Create an export to see its I/O here.'));
-    else if (!statsError && hist !== undefined) fill(chartBox, historyChart(hist, '', `${chartTitle.textContent} (${rangeSel.selectedOptions[0].textContent})`));
-    else if (!chartBox.firstChild) fill(chartBox, lineChart({ series: [], empty: 'statistics unavailable', height: 230 }));
+    fill(chartTitle, name ? `I/O history — ${name[0] === 'iscsi' ? 'iSCSI' : 'NFS'} ${name[1].name}` : 'I/O history');
+    if (!selected) {
+      fill(chartBox, h('p', { class: 'muted' }, 'Create an export to see its I/O here.'));
+      fill(tputBox); fill(latBox);
+    } else if (!statsError && hist !== undefined) {
+      const c = historyCharts(hist, `${chartTitle.textContent} (${rangeSel.selectedOptions[0].textContent})`);
+      fill(chartBox, c.iops); fill(tputBox, c.tput); fill(latBox, c.lat);
+    } else if (!chartBox.firstChild) fill(chartBox, lineChart({ series: [], empty: 'statistics unavailable', height: 230 }));
   }
 
   await poll();
