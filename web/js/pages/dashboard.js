@@ -37,7 +37,7 @@ function orderedSamples(hist) {
 
 // IOPS, throughput (decimal MB/s) and latency (p50/p99) history of one export. Latency is
 // drawn only for seconds with I/O: an idle second has no latency, not a latency of 0.
-function historyCharts(hist, label) {
+function historyCharts(hist, label, wide = 1000, narrow = 480) {
   const samples = orderedSamples(hist);
   const xFormat = hist && hist.resolution >= 60 ? (t) => fmt.clock(t).slice(0, 5) : fmt.clock;
   const pts = (f, div = 1, list = samples) => list.map((x) => [x.t, (x[f] || 0) / div]);
@@ -45,18 +45,18 @@ function historyCharts(hist, label) {
     { label: 'read', color: 'var(--read)', fill: true, points: pts('read_iops') },
     { label: 'write', color: 'var(--write)', points: pts('write_iops') },
     { label: 'other', color: 'var(--other)', points: pts('other_iops') },
-  ], xFormat, unit: 'IOPS', title: 'Operations per second', label: `${label} IOPS`, height: 230, empty: 'no samples yet' });
+  ], xFormat, unit: 'IOPS', title: 'Operations per second', label: `${label} IOPS`, width: wide, height: 230, empty: 'no samples yet' });
   const tput = lineChart({ series: [
     { label: 'read', color: 'var(--read)', fill: true, points: pts('read_bps', 1e6) },
     { label: 'write', color: 'var(--write)', points: pts('write_bps', 1e6) },
-  ], xFormat, unit: 'MB/s', title: 'Throughput (MB/s, 10⁶ bytes/s)', label: `${label} throughput`, width: 480, height: 220, empty: 'no samples yet' });
+  ], xFormat, unit: 'MB/s', title: 'Throughput (MB/s, 10⁶ bytes/s)', label: `${label} throughput`, width: narrow, height: 220, empty: 'no samples yet' });
   const busy = samples.filter((x) => (x.read_iops || 0) + (x.write_iops || 0) + (x.other_iops || 0) > 0 && x.lat_p50_us > 0);
   const inMs = busy.some((x) => x.lat_p99_us >= 2000);
   const latDiv = inMs ? 1000 : 1;
   const lat = lineChart({ series: [
     { label: 'p50', color: 'var(--read)', points: pts('lat_p50_us', latDiv, busy) },
     { label: 'p99', color: 'var(--write)', points: pts('lat_p99_us', latDiv, busy) },
-  ], xFormat, unit: inMs ? 'ms' : 'µs', title: 'Latency', label: `${label} latency`, width: 480, height: 220,
+  ], xFormat, unit: inMs ? 'ms' : 'µs', title: 'Latency', label: `${label} latency`, width: narrow, height: 220,
   empty: samples.length ? 'idle — no I/O, no latency' : 'no samples yet' });
   return { iops, tput, lat };
 }
@@ -211,7 +211,9 @@ export async function mount(root) {
       fill(chartBox, h('p', { class: 'muted' }, 'Create an export to see its I/O here.'));
       fill(tputBox); fill(latBox);
     } else if (!statsError && hist !== undefined) {
-      const c = historyCharts(hist, `${chartTitle.textContent} (${rangeSel.selectedOptions[0].textContent})`);
+      // viewBox near the rendered width keeps the text at its natural size (phones too)
+      const c = historyCharts(hist, `${chartTitle.textContent} (${rangeSel.selectedOptions[0].textContent})`,
+        Math.max(320, chartBox.clientWidth || 1000), Math.max(300, tputBox.clientWidth || 480));
       fill(chartBox, c.iops); fill(tputBox, c.tput); fill(latBox, c.lat);
     } else if (!chartBox.firstChild) fill(chartBox, lineChart({ series: [], empty: 'statistics unavailable', height: 230 }));
   }
