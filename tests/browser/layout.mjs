@@ -40,6 +40,9 @@ try {
       await page.screenshot({ path: path.join(opt.shots, `${label}-${p.replace(/\W+/g, '_').slice(0, 40)}.png`), fullPage: true });
       check(r.scrollWidth <= r.innerWidth, `${label} #/${p}: document ${r.scrollWidth} px wide in a ${r.innerWidth} px window (${r.wide.join('; ')})`);
       check(!r.tables.length, `${label} #/${p}: table pushed out of its card: ${r.tables.join('; ')}`);
+      const narrow = await page.evaluate(() => [...document.querySelectorAll('main svg.chart')]
+        .map((c) => Math.round(c.getBoundingClientRect().width)).filter((wd) => wd < 250));
+      check(!narrow.length, `${label} #/${p}: charts squeezed to ${narrow.join(', ')} px`);
       log(`  #/${p.slice(0, 40)}: ${r.scrollWidth} <= ${r.innerWidth}`);
     }
     if (label === 'phone') {

@@ -129,6 +129,7 @@ try {
   check(['µs', 'ms'].includes(latUnit) && Number(await chart('lat-chart').getAttribute('data-points')) > 0, `latency chart unit "${latUnit}" / no points`);
   check(await chart('lat-chart').locator('text.axis-unit').textContent() === latUnit, 'latency axis unit not drawn');
   check(/MB\/s, 10⁶ bytes\/s/.test(await chart('tput-chart').textContent()), 'throughput chart does not say MB/s are decimal');
+  check(/MB\/s are decimal/.test(await tid('units-note').textContent()), 'dashboard does not say MB/s are decimal');
   const idleLat = tid(`export-row-iscsi-${IDLE}`).locator('[data-field="latency"]');
   await until(async () => (await idleLat.textContent()) === '— / —', `idle export latency "— / —" (shows "${await idleLat.textContent()}")`, 5000);
   await page.screenshot({ path: path.join(opt.shots, 'dashboard-charts.png'), fullPage: true });

@@ -82,7 +82,8 @@ export async function mount(root) {
 
   fill(root, h('h1', {}, 'Dashboard'), summaryBox, notice,
     section('Pools', poolsBox),
-    section('Exports — live', exportsBox),
+    section('Exports — live', exportsBox, h('p', { class: 'muted hint-p units-note', 'data-testid': 'units-note' },
+      'Rates in MB/s are decimal (1 MB/s = 10⁶ bytes/s); sizes are binary (1 MiB = 2²⁰ bytes, 1 GiB = 2³⁰ bytes). Latency "—": no I/O in that second.')),
     h('section', { class: 'card', 'aria-labelledby': 'chart-title' },
       h('div', { class: 'chart-head' }, chartTitle, rangeSel), figures, chartBox,
       h('div', { class: 'charts2' }, tputBox, latBox)));

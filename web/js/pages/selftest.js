@@ -132,7 +132,7 @@ function followJob(box, id, onFinish) {
       jobStatus(job) === 'done' && jobErrors(job) > 0 ? h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'st-warning' },
         `${fmt.count(jobErrors(job))} of ${fmt.count(job.result.ops)} operations failed: the figures are not a clean run.`) : null,
       job.result ? h('div', { class: 'row', style: 'margin-top:12px' },
-        h('div', { class: 'result-col' }, resultTable(job.result)), h('div', { class: 'grow' }, timelineCharts(job.timeline)))
+        h('div', { class: 'result-col' }, resultTable(job.result)), h('div', { class: 'grow timeline-col' }, timelineCharts(job.timeline)))
         : (job.timeline && job.timeline.length ? h('div', { style: 'margin-top:12px' }, timelineCharts(job.timeline)) : null));
     if (jobStatus(job) === 'running') timer = setTimeout(tick, JOB_POLL_MS);
     else onFinish();
