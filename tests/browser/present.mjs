@@ -95,6 +95,7 @@ try {
   await page.click('#dataset-create');
   await tid(`dataset-row-${POOL}/d1`).waitFor();
   await until(async () => /^dataset ppool\/d1 created$/.test(await lastToast()), 'dataset created notice');
+  check(await tid(`dataset-row-${POOL}/d1`).locator('[data-testid="quota-over"]').count() === 1, 'dataset row does not flag its quota beyond the pool');
 
   begin('iSCSI and NFS exports: success notices');
   await go('iscsi');

@@ -87,7 +87,12 @@ export async function mount(root) {
       const rows = dsets.value;
       fill(listBox, table([
         { label: 'Dataset', cell: (d) => h('div', {}, h('strong', {}, d.full_name), h('span', { class: 'sub mono' }, d.path)) },
-        { label: 'Quota', class: 'num', cell: (d) => (d.quota ? fmt.bytes(d.quota) : 'none') },
+        { label: 'Quota', class: 'num', cell: (d) => {
+          const p = pools.find((x) => x.name === d.pool);
+          const over = d.quota && p && d.quota > p.size;
+          return h('span', {}, d.quota ? fmt.bytes(d.quota) : 'none', over ? h('span', { class: 'badge warn quota-over',
+            'data-testid': 'quota-over', title: `more than pool ${p.name} holds (${fmt.bytes(p.size)})` }, '> pool') : null);
+        } },
         { label: 'Used', class: 'num', cell: (d) => fmt.bytes(d.used) },
         { label: 'Available', class: 'num', cell: (d) => (d.available === undefined ? '—' : fmt.bytes(d.available)) },
         { label: 'In pool', class: 'num', cell: (d) => h('span', { title: 'pool space mapped for the dataset, filesystem metadata included (lz4 saves below this, on the member disks)' }, fmt.bytes(d.allocated || 0)) },
