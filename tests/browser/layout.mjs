@@ -1,7 +1,7 @@
 // Layout and presentation of the nasd web UI. Seeds data with 62-character names over REST,
 // then: at 390x844 (phone) every page, the pool page and a job page have no horizontal
 // overflow and the menu sits behind a toggle; at 1280x800 the long names do not push any
-// table out of its card.
+// table out of its card. Pages are served with a strict CSP (no inline styles): no violations.
 //   node layout.mjs --url http://127.0.0.1:8080 --tmp DIR --shots DIR
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,6 +31,17 @@ try {
     begin(`${label} ${w}x${hgt}: no page overflows horizontally`);
     b = await launch({ width: w, height: hgt });
     const { page } = b;
+    // The UI must run under a strict CSP (no inline styles or scripts): the document is served
+    // with one here and every violation is recorded.
+    await page.route(`${base}/`, async (route) => {
+      const res = await route.fetch();
+      await route.fulfill({ response: res, headers: { ...res.headers(), 'content-security-policy':
+        "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'" } });
+    });
+    await page.addInitScript(() => {
+      window.cspViolations = [];
+      document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(`${e.violatedDirective}: ${e.blockedURI || e.sample}`));
+    });
     for (const p of pages) {
       await page.goto(`${base}/#/${p}`);
       await page.locator('main h1').waitFor();
@@ -40,6 +51,8 @@ try {
       await page.screenshot({ path: path.join(opt.shots, `${label}-${p.replace(/\W+/g, '_').slice(0, 40)}.png`), fullPage: true });
       check(r.scrollWidth <= r.innerWidth, `${label} #/${p}: document ${r.scrollWidth} px wide in a ${r.innerWidth} px window (${r.wide.join('; ')})`);
       check(!r.tables.length, `${label} #/${p}: table pushed out of its card: ${r.tables.join('; ')}`);
+      const csp = await page.evaluate(() => window.cspViolations);
+      check(!csp.length, `${label} #/${p}: CSP violations: ${csp.slice(0, 3).join(' | ')}`);
       const narrow = await page.evaluate(() => [...document.querySelectorAll('main svg.chart')]
         .map((c) => Math.round(c.getBoundingClientRect().width)).filter((wd) => wd < 250));
       check(!narrow.length, `${label} #/${p}: charts squeezed to ${narrow.join(', ')} px`);
