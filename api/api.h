@@ -22,6 +22,7 @@ struct api_reply {
     const char *content_type;
     int has_fd, fd;            /* or fd_len bytes of file fd (given away), with content_type */
     uint64_t fd_len;
+    char allow[48];            /* methods for an Allow header (405, OPTIONS), or "" */
 };
 
 /* A collection under /api/v1/. Handlers return nothing; they fill the reply. A NULL
@@ -39,6 +40,11 @@ struct api_resource {
 
 extern const struct api_resource api_pools, api_datasets, api_volumes, api_iscsi_exports,
     api_nfs_exports, api_system, api_tokens, api_snapshot_tasks, api_replication_tasks;
+    api_nfs_exports, api_system, api_tokens;
+/* iSCSI discovery CHAP settings (api/exports_iscsi.c) for /system/settings: adds the
+ * fields to a GET answer; applies a PATCH's fields (0, or -1 with the error in r). */
+void api_iscsi_discovery_json(struct appliance *a, json_t *out);
+int api_iscsi_discovery_patch(struct api_call *c, struct api_reply *r);
 
 /* Register an extra collection (stats, jobs) before http_start. */
 void api_register(const struct api_resource *res);
