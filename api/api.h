@@ -40,7 +40,6 @@ struct api_resource {
 
 extern const struct api_resource api_pools, api_datasets, api_volumes, api_iscsi_exports,
     api_nfs_exports, api_system, api_tokens, api_snapshot_tasks, api_replication_tasks;
-    api_nfs_exports, api_system, api_tokens;
 /* iSCSI discovery CHAP settings (api/exports_iscsi.c) for /system/settings: adds the
  * fields to a GET answer; applies a PATCH's fields (0, or -1 with the error in r). */
 void api_iscsi_discovery_json(struct appliance *a, json_t *out);
