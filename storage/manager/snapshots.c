@@ -114,6 +114,23 @@ json_t *storage_snap_get(struct storage *st, const char *pool, const char *obj, 
     return info_json(&si);
 }
 
+/* Closes the shared filesystem object of a dataset whose blocks are about to change
+ * underneath (rollback, receive): its RAM state would not match them any more. */
+static void forget_dataset(struct storage *st, const char *pool, const char *obj)
+{
+    struct pool *p = find_pool(st, pool);
+    pthread_mutex_lock(&st->lock);
+    for (struct open_dataset **pp = p ? &p->datasets : NULL; pp && *pp; pp = &(*pp)->next) {
+        if (strcmp((*pp)->name, obj)) continue;
+        struct open_dataset *d = *pp;
+        *pp = d->next;
+        nasd_fsroot_put(d->fs);
+        free(d);
+        break;
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
 int storage_snap_rollback(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                           char *err, size_t errlen)
 {
@@ -121,19 +138,7 @@ int storage_snap_rollback(struct storage *st, const char *pool, const char *obj,
     char vol[64];
     int rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
     if (rc) return rc;
-    if (is_ds) {   /* the filesystem's RAM state would not match its blocks any more */
-        struct pool *p = find_pool(st, pool);
-        pthread_mutex_lock(&st->lock);
-        for (struct open_dataset **pp = p ? &p->datasets : NULL; pp && *pp; pp = &(*pp)->next) {
-            if (strcmp((*pp)->name, obj)) continue;
-            struct open_dataset *d = *pp;
-            *pp = d->next;
-            nasd_fsroot_put(d->fs);
-            free(d);
-            break;
-        }
-        pthread_mutex_unlock(&st->lock);
-    }
+    if (is_ds) forget_dataset(st, pool, obj);
     rc = vpool_snap_rollback(vp, vol, snap);
     return rc ? msg(rc, err, errlen, pool, obj, snap, "rollback") : 0;
 }
@@ -191,6 +196,7 @@ int storage_snap_receive(struct storage *st, const char *pool, const char *obj, 
     struct vpool *vp;
     char vol[64];
     int rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    if (!rc && is_ds) forget_dataset(st, pool, obj);
     if (!rc) rc = vpool_receive(vp, vol, force, fd_source, &fd, snap_out, err, errlen);
     return rc;
 }

@@ -59,4 +59,25 @@ expect 409 DELETE datasets/tank/ds/snapshots/s1
 expect 204 DELETE datasets/tank/dc
 expect 204 DELETE datasets/tank/ds/snapshots/s1
 [ "$(nfs-cat "$L/d$ARGS" | sum)" = "$(sum < "$T/B")" ] || fail "live data after deleting the snapshot"
+# send/receive of a dataset into another dataset; the copy is open (listed) when the
+# increment arrives, which must not confuse its filesystem
+expect 201 POST datasets/tank/ds/snapshots '{"name":"r1"}'
+curl -sf -o "$T/full" "$API/datasets/tank/ds/snapshots/r1/send" || fail "send r1"
+post_stream() {
+  local out
+  out=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/octet-stream' --data-binary @"$1" "$API/datasets/tank/rx/receive")
+  STATUS=${out##*$'\n'}; BODY=${out%$'\n'*}
+}
+post_stream "$T/full"
+[ "$STATUS" = 201 ] || fail "receive dataset: $STATUS $BODY"
+expect 200 GET datasets   # opens rx
+nfs-cp "$T/A" "$L/e$ARGS" >/dev/null || fail "nfs-cp e"
+expect 201 POST datasets/tank/ds/snapshots '{"name":"r2"}'
+curl -sf -o "$T/inc" "$API/datasets/tank/ds/snapshots/r2/send?from=r1" || fail "send r1..r2"
+post_stream "$T/inc"
+[ "$STATUS" = 201 ] || fail "receive increment: $STATUS $BODY"
+expect 201 POST exports/nfs '{"dataset":"tank/rx","clients":["127.0.0.0/8"],"root_squash":false}'
+X="nfs://127.0.0.1/tank/rx"
+[ "$(nfs-cat "$X/d$ARGS" | sum)" = "$(sum < "$T/B")" ] || fail "received dataset: d"
+[ "$(nfs-cat "$X/e$ARGS" | sum)" = "$(sum < "$T/A")" ] || fail "received dataset: e (increment)"
 echo "dataset snapshots: ok"
