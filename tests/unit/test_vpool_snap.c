@@ -411,7 +411,7 @@ START_TEST(t_snapshots_under_writes)
 END_TEST
 
 /* Power loss at member write k of an operation, for every k until it completes. */
-enum op { OP_CREATE, OP_DELETE, OP_ROLLBACK };
+enum op { OP_CREATE, OP_DELETE, OP_ROLLBACK, OP_CLONE };
 
 static void crash_positions(enum op op)
 {
@@ -433,7 +433,7 @@ static void crash_positions(enum op op)
         struct vp_sim *sim = vp_sim_attach(p);
         vp_sim_kill_after(sim, k);
         int rc = op == OP_CREATE ? vpool_snap_create(p, "v", "s1") : op == OP_DELETE ? vpool_snap_destroy(p, "v", "s0")
-                                                                    : vpool_snap_rollback(p, "v", "s0");
+               : op == OP_CLONE ? vpool_snap_clone(p, "v", "s0", "c") : vpool_snap_rollback(p, "v", "s0");
         bool died = vp_sim_died(sim);
         ck_assert_msg(rc == 0 || died, "op %d failed without a crash: %d", op, rc);
         nasd_bdev_put(b);
@@ -448,6 +448,17 @@ static void crash_positions(enum op op)
         for (int i = 0; i < n; i++) { has_s0 |= !strcmp(si[i].name, "s0"); has_s1 |= !strcmp(si[i].name, "s1"); }
         if (rc == 0 && op == OP_CREATE) ck_assert(has_s1);
         if (rc == 0 && op == OP_DELETE) ck_assert(!has_s0);
+        if (op == OP_CLONE) {   /* there or not, never half: a clone reads s0 and is writable on its own */
+            int fl = vpool_vol_flags(p, "c");
+            ck_assert(rc != 0 || fl >= 0);
+            if (fl >= 0) {
+                nasd_bdev *cb = open_vol(p, "c", 4096);
+                img_check(cb, A, 8 * MB, "clone after the crash");
+                nasd_bdev_put(cb);
+                ck_assert_int_eq(vpool_snap_destroy(p, "v", "s0"), -EBUSY);
+                ck_assert_int_eq(vpool_vol_destroy(p, "c"), 0);
+            }
+        }
         if (op != OP_DELETE) ck_assert(has_s0);
         b = open_vol(p, "v", 4096);
         uint8_t *cur = malloc(8 * MB);
@@ -485,6 +496,8 @@ START_TEST(t_crash_delete) { crash_positions(OP_DELETE); }
 END_TEST
 START_TEST(t_crash_rollback) { crash_positions(OP_ROLLBACK); }
 END_TEST
+START_TEST(t_crash_clone) { crash_positions(OP_CLONE); }
+END_TEST
 
 int main(void)
 {
@@ -499,6 +512,7 @@ int main(void)
     tcase_add_test(tc, t_crash_create);
     tcase_add_test(tc, t_crash_delete);
     tcase_add_test(tc, t_crash_rollback);
+    tcase_add_test(tc, t_crash_clone);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
