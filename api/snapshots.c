@@ -29,6 +29,7 @@ static void snap_error(struct api_reply *r, int rc, const char *msg)
     case ESTALE: api_error(r, 409, "base_mismatch", "%s", msg); break;
     case EBADMSG: case EPIPE: api_error(r, 400, "bad_stream", "%s", msg); break;
     case EROFS: api_error(r, 409, "read_only", "%s", msg); break;
+    case EOPNOTSUPP: api_error(r, 409, "not_supported", "%s", msg); break;
     default: api_errno(r, rc, msg);
     }
 }

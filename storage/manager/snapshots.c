@@ -34,7 +34,8 @@ static int msg(int rc, char *err, size_t errlen, const char *pool, const char *o
 {
     const char *why = rc == -EBUSY ? "in use (a clone depends on it, or it is open)" :
                       rc == -ENOTEMPTY ? "newer snapshots exist; delete them first" :
-                      rc == -EEXIST ? "exists" : rc == -ENOENT ? "not found" : strerror(-rc);
+                      rc == -EEXIST ? "exists" : rc == -ENOENT ? "not found" :
+                      rc == -EOPNOTSUPP ? "the pool was created before snapshots (format 1) and cannot hold them" : strerror(-rc);
     snprintf(err, errlen, "%s %s/%s%s%s: %s", op, pool, obj, snap ? "@" : "", snap ? snap : "", why);
     return rc;
 }

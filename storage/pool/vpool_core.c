@@ -14,6 +14,8 @@
 
 #define VP_DEFAULT_CACHE (64ull << 20)
 
+int vp_test_create_fmt;
+
 static struct vpool *pool_new(void)
 {
     struct vpool *p = calloc(1, sizeof *p);
@@ -30,6 +32,7 @@ static struct vpool *pool_new(void)
     for (int i = 0; i < VP_ROW_LOCKS; i++) pthread_mutex_init(&p->row_lock[i], NULL);
     for (int i = 0; i < 64; i++) pthread_mutex_init(&p->part_lock[i], NULL);
     atomic_init(&p->refs, 1);
+    p->fmt = VP_LABEL_VERSION;
     return p;
 }
 
@@ -102,6 +105,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     struct vpool *p = pool_new();
     if (!p) return -ENOMEM;
     snprintf(p->name, sizeof p->name, "%s", name);
+    if (vp_test_create_fmt) p->fmt = (uint32_t)vp_test_create_fmt;
     p->layout = layout;
     p->n = n;
     uint64_t msize = UINT64_MAX;
@@ -189,6 +193,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     p->layout = bl->layout;
     p->n = (int)bl->nmembers;
     p->gen = bl->gen;
+    p->fmt = bl->version;
     p->seq = bl->ckpt_seq;
     for (int i = 0; i < p->n; i++) memcpy(p->m[i].guid, bl->guids[i], 16);
     if (vp_geometry(p, bl->member_size) || p->jnl_size != bl->jnl_size || p->meta_pages != bl->meta_pages ||

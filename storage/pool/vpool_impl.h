@@ -138,6 +138,7 @@ struct vpool {
     pthread_rwlock_t vol_lock;    /* protects vols[] array and vol sizes/maps (realloc on resize) */
     struct vp_snap *snaps[VP_MAX_SNAPS];   /* changed under vol_lock (write) + commit_lock */
     uint32_t snap_cur;            /* generation new AUs are born in (alloc_lock) */
+    uint32_t fmt;                 /* on-disk format = label version (1: no snapshots) */
     pthread_mutex_t snap_mu;      /* serialises snapshot/clone/rollback/volume destroy */
 
     pthread_mutex_t alloc_lock;
@@ -189,6 +190,10 @@ struct vpool {
 };
 
 /* ---- geometry helpers ---- */
+/* metadata layout of the pool's format */
+static inline uint64_t vp_au_per_pg(const struct vpool *p) { return p->fmt >= 2 ? VP_AU_PER_PG : VP_MP_PAYLOAD / 8; }
+static inline uint64_t vp_snaptab_pages(const struct vpool *p) { return p->fmt >= 2 ? VP_SNAPTAB_PAGES : 0; }
+
 static inline uint64_t vp_row_of(const struct vpool *p, uint64_t sect, int *col)
 {
     uint64_t chunk = sect / VP_CHUNK_SECT;
@@ -266,6 +271,8 @@ int  vp_write_labels(struct vpool *p, uint32_t only_mask);
 int  vp_wipe_labels(struct vpool *p);
 #define VP_LABEL_MAGIC   0x314c5056445341ull   /* "ASDVPL1" */
 #define VP_LABEL_VERSION 2   /* 2: AU birth/death + snapshot table */
+#define VP_LABEL_VERSION_MIN 1   /* 1: 8-byte AU entries, no snapshot table (imported, no snapshots) */
+extern int vp_test_create_fmt;   /* tests: format of pools vpool_create makes (0: VP_LABEL_VERSION) */
 struct vp_label {                 /* at the start of a 4 KiB label sector, little endian */
     uint64_t magic;
     uint32_t version, hdr_size;

@@ -35,8 +35,8 @@ _Static_assert(sizeof(struct mp_hdr) == 32, "meta page header");
 _Static_assert(sizeof(struct vol_disk) == 128, "volume entry");
 
 #define SNAP_PG0 VP_VOLTAB_PAGES
-static uint64_t au_pg0(const struct vpool *p) { (void)p; return VP_VOLTAB_PAGES + VP_SNAPTAB_PAGES; }
-static uint64_t csum_pg0(const struct vpool *p) { return au_pg0(p) + (p->n_au + VP_AU_PER_PG - 1) / VP_AU_PER_PG; }
+static uint64_t au_pg0(const struct vpool *p) { return VP_VOLTAB_PAGES + vp_snaptab_pages(p); }
+static uint64_t csum_pg0(const struct vpool *p) { return au_pg0(p) + (p->n_au + vp_au_per_pg(p) - 1) / vp_au_per_pg(p); }
 static uint64_t pages_used(const struct vpool *p) { return csum_pg0(p) + (p->n_sect + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG; }
 
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
@@ -48,17 +48,17 @@ void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext)
 {
     p->au[au] = (struct vp_au){ .vol_id = vol_id, .vol_ext = vol_ext };
-    atomic_store(&p->meta_dirty[au_pg0(p) + au / VP_AU_PER_PG], 1);
+    atomic_store(&p->meta_dirty[au_pg0(p) + au / vp_au_per_pg(p)], 1);
 }
 
 void vp_au_set_life(struct vpool *p, uint64_t au, uint32_t birth, uint32_t death)
 {
     p->au[au].birth = birth;
     p->au[au].death = death;
-    atomic_store(&p->meta_dirty[au_pg0(p) + au / VP_AU_PER_PG], 1);
+    atomic_store(&p->meta_dirty[au_pg0(p) + au / vp_au_per_pg(p)], 1);
 }
 
-void vp_snaptab_dirty(struct vpool *p, unsigned slot) { atomic_store(&p->meta_dirty[SNAP_PG0 + slot / VP_SNAP_PER_PG], 1); }
+void vp_snaptab_dirty(struct vpool *p, unsigned slot) { if (p->fmt >= 2) atomic_store(&p->meta_dirty[SNAP_PG0 + slot / VP_SNAP_PER_PG], 1); }
 
 int vp_meta_alloc(struct vpool *p)
 {
@@ -111,10 +111,11 @@ static void page_build(struct vpool *p, uint64_t idx, uint8_t *pg)
         }
         pthread_rwlock_unlock(&p->vol_lock);
     } else if (idx < csum_pg0(p)) {
-        uint64_t first = (idx - au_pg0(p)) * VP_AU_PER_PG;
-        uint64_t cnt = p->n_au - first < VP_AU_PER_PG ? p->n_au - first : VP_AU_PER_PG;
+        uint64_t per = vp_au_per_pg(p), first = (idx - au_pg0(p)) * per;
+        uint64_t cnt = p->n_au - first < per ? p->n_au - first : per;
         pthread_mutex_lock(&p->alloc_lock);   /* no half-updated owner entries */
-        memcpy(pl, &p->au[first], cnt * sizeof *p->au);
+        if (p->fmt >= 2) memcpy(pl, &p->au[first], cnt * sizeof *p->au);
+        else for (uint64_t i = 0; i < cnt; i++) memcpy(pl + i * 8, &p->au[first + i], 8);   /* vol_id, vol_ext */
         pthread_mutex_unlock(&p->alloc_lock);
     } else {
         uint64_t first = (idx - csum_pg0(p)) * VP_CSUM_PER_PG;
@@ -225,9 +226,10 @@ static int page_decode(struct vpool *p, uint64_t idx, const uint8_t *pg, char *e
             p->snaps[slot] = sn;
         }
     } else if (idx < csum_pg0(p)) {
-        uint64_t first = (idx - au_pg0(p)) * VP_AU_PER_PG;
-        uint64_t cnt = p->n_au - first < VP_AU_PER_PG ? p->n_au - first : VP_AU_PER_PG;
-        memcpy(&p->au[first], pl, cnt * sizeof *p->au);
+        uint64_t per = vp_au_per_pg(p), first = (idx - au_pg0(p)) * per;
+        uint64_t cnt = p->n_au - first < per ? p->n_au - first : per;
+        if (p->fmt >= 2) memcpy(&p->au[first], pl, cnt * sizeof *p->au);
+        else for (uint64_t i = 0; i < cnt; i++) memcpy(&p->au[first + i], pl + i * 8, 8);   /* born 0, alive */
     } else {
         uint64_t first = (idx - csum_pg0(p)) * VP_CSUM_PER_PG;
         uint64_t cnt = p->n_sect - first < VP_CSUM_PER_PG ? p->n_sect - first : VP_CSUM_PER_PG;

@@ -382,6 +382,7 @@ static struct vp_vol *find_vol(struct vpool *p, const char *vol)
 
 static int snap_create(struct vpool *p, const char *vol, const char *name, const uint8_t *uuid, uint64_t ctime)
 {
+    if (p->fmt < 2) return -EOPNOTSUPP;   /* no snapshot table on disk */
     if (!vp_name_ok(name)) return -EINVAL;
     if (atomic_load(&p->closed)) return -ENXIO;
     pthread_mutex_lock(&p->snap_mu);

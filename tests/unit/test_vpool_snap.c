@@ -223,6 +223,41 @@ START_TEST(t_lz4_and_resilver)
 }
 END_TEST
 
+/* Pools of format 1 (before snapshots) still import, read and write; they refuse snapshots. */
+START_TEST(t_format1_pool)
+{
+    struct tdir t;
+    const char *const *paths;
+    vp_test_create_fmt = 1;
+    struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 3, &paths);
+    vp_test_create_fmt = 0;
+    ck_assert_int_eq(vpool_vol_create(p, "v", VSIZE, 0), 0);
+    uint8_t *A = calloc(1, VSIZE);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    img_write(b, A, 0, 9 * MB, 1);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 2 * MB, MB), 0);
+    memset(A + 2 * MB, 0, MB);
+    nasd_bdev_put(b);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s"), -EOPNOTSUPP);
+    uint64_t used = pool_alloc(p);
+    p = reimport(p, paths, 3);
+    ck_assert_uint_eq(p->fmt, 1);
+    ck_assert_uint_eq(pool_alloc(p), used);
+    b = open_vol(p, "v", 4096);
+    img_check(b, A, VSIZE, "format 1 pool after import");
+    img_write(b, A, 12 * MB, MB, 2);
+    nasd_bdev_put(b);
+    p = reimport(p, paths, 3);
+    b = open_vol(p, "v", 4096);
+    img_check(b, A, VSIZE, "format 1 pool after a second import");
+    nasd_bdev_put(b);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s"), -EOPNOTSUPP);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(A);
+}
+END_TEST
+
 struct mem { uint8_t *b; size_t len, cap, pos; };
 static int mem_sink(void *ctx, const void *buf, size_t len)
 {
@@ -508,6 +543,7 @@ int main(void)
     tcase_add_test(tc, t_cow_clone_rollback);
     tcase_add_test(tc, t_lz4_and_resilver);
     tcase_add_test(tc, t_send_receive);
+    tcase_add_test(tc, t_format1_pool);
     tcase_add_test(tc, t_snapshots_under_writes);
     tcase_add_test(tc, t_crash_create);
     tcase_add_test(tc, t_crash_delete);
