@@ -20,7 +20,7 @@ struct api_reply {
     json_t *json;              /* JSON body (owned) */
     char *text;                /* or a text body (malloc'd), with content_type */
     const char *content_type;
-    int has_fd, fd;            /* or fd_len bytes of file fd (given away), with content_type */
+    int has_fd, fd;            /* or fd_len bytes of file fd (given away; UINT64_MAX: a pipe, to EOF) */
     uint64_t fd_len;
     char allow[48];            /* methods for an Allow header (405, OPTIONS), or "" */
 };

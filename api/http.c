@@ -168,7 +168,8 @@ static int handle_api(struct http_server *h, struct MHD_Connection *conn, const 
     json_decref(c.body);
     int rc;
     if (r.has_fd) {   /* a snapshot stream spooled to a file */
-        struct MHD_Response *resp = MHD_create_response_from_fd(r.fd_len, r.fd);
+        struct MHD_Response *resp = r.fd_len == UINT64_MAX ? MHD_create_response_from_pipe(r.fd)
+                                                          : MHD_create_response_from_fd(r.fd_len, r.fd);
         MHD_add_response_header(resp, "Content-Type", r.content_type ? r.content_type : "application/octet-stream");
         MHD_add_response_header(resp, "Cache-Control", "no-store");
         common_headers(resp);

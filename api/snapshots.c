@@ -6,6 +6,7 @@
 #include "api/validate.h"
 #include "util/log.h"
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -183,27 +184,59 @@ static void snap_clone(struct api_call *c, struct target *t, struct api_reply *r
                              "origin", t->name, "origin_snapshot", t->snap));
 }
 
-static int tmpfile_fd(struct appliance *a)
+/* The stream is produced by a thread into a pipe the HTTP server reads: nothing is
+ * spooled, and the server thread is not held while the units are read. An error after
+ * the start cuts the stream, which the receiver detects (no valid trailer). */
+struct sender { struct storage *st; int is_ds, fd; char pool[64], name[64], snap[64], from[64]; };
+
+static void *sender_main(void *arg)
 {
-    int fd = open(a->cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    return fd >= 0 ? fd : open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    struct sender *s = arg;
+    char err[512];
+    if (storage_snap_send(s->st, s->pool, s->name, s->is_ds, s->snap, s->from[0] ? s->from : NULL, s->fd, err, sizeof err))
+        log_warn("send %s/%s@%s: %s", s->pool, s->name, s->snap, err);
+    close(s->fd);
+    free(s);
+    return NULL;
 }
 
 static void snap_send(struct api_call *c, struct target *t, struct api_reply *r)
 {
     const char *from = c->query ? c->query(c->conn, "from") : NULL;
     if (from && !*from) from = NULL;
-    char err[512];
-    int fd = tmpfile_fd(c->app);
-    if (fd < 0) { api_error(r, 500, "internal", "no temporary file: %s", strerror(errno)); return; }
-    int rc = storage_snap_send(c->app->storage, t->pool, t->name, t->is_ds, t->snap, from, fd, err, sizeof err);
-    struct stat st;
-    if (!rc && (fstat(fd, &st) < 0 || lseek(fd, 0, SEEK_SET) < 0)) rc = -errno;
-    if (rc) { close(fd); snap_error(r, rc, err); return; }
+    int e = 0;
+    json_t *list = storage_snap_list(c->app->storage, t->pool, t->name, t->is_ds, &e);
+    int at = -1, fat = -1;
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {   /* oldest first */
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (!strcmp(n, t->snap)) at = (int)i;
+        if (from && !strcmp(n, from)) fat = (int)i;
+    }
+    json_decref(list);
+    if (at < 0) { api_error(r, 404, "not_found", "snapshot %s/%s@%s not found", t->pool, t->name, t->snap); return; }
+    if (from && fat < 0) { api_error(r, 404, "not_found", "snapshot %s/%s@%s not found", t->pool, t->name, from); return; }
+    if (from && fat >= at) { api_error(r, 400, "invalid", "from (%s) must be older than %s", from, t->snap); return; }
+    int p[2];
+    struct sender *s = calloc(1, sizeof *s);
+    if (!s || pipe2(p, O_CLOEXEC) < 0) { free(s); api_error(r, 500, "internal", "%s", strerror(errno)); return; }
+    *s = (struct sender){ .st = c->app->storage, .is_ds = t->is_ds, .fd = p[1] };
+    snprintf(s->pool, sizeof s->pool, "%s", t->pool);
+    snprintf(s->name, sizeof s->name, "%s", t->name);
+    snprintf(s->snap, sizeof s->snap, "%s", t->snap);
+    snprintf(s->from, sizeof s->from, "%s", from ? from : "");
+    pthread_t th;
+    pthread_attr_t at_;
+    pthread_attr_init(&at_);
+    pthread_attr_setdetachstate(&at_, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &at_, sender_main, s);
+    pthread_attr_destroy(&at_);
+    if (rc) { close(p[0]); close(p[1]); free(s); api_error(r, 500, "internal", "%s", strerror(rc)); return; }
     r->status = 200;
     r->has_fd = 1;
-    r->fd = fd;
-    r->fd_len = (uint64_t)st.st_size;
+    r->fd = p[0];
+    r->fd_len = UINT64_MAX;   /* a pipe: until the sender closes it */
     r->content_type = "application/octet-stream";
 }
 
