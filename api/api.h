@@ -50,6 +50,8 @@ void api_register(const struct api_resource *res);
 /* volumes|datasets/{pool}/{name}/snapshots[/...] and .../receive (api/snapshots.c):
  * returns 1 if path is one of those (r filled), else 0. */
 int api_snapshots_dispatch(struct api_call *c, const char *path, struct api_reply *r);
+/* Waits (at most 10 s) for snapshot streams still being produced; after the HTTP stop. */
+void api_snapshots_drain(void);
 /* Route an /api/v1/... request (path without the prefix). */
 void api_dispatch(struct api_call *c, const char *path, struct api_reply *r);
 

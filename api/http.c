@@ -380,6 +380,7 @@ void http_stop(struct http_server *h)
 {
     if (!h) return;
     MHD_stop_daemon(h->d);
+    api_snapshots_drain();   /* their readers are gone: they end at the next write */
     http_guard_stop(h->guard);
     free(h);
 }

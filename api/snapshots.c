@@ -7,6 +7,7 @@
 #include "util/log.h"
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -188,6 +189,12 @@ static void snap_clone(struct api_call *c, struct target *t, struct api_reply *r
  * spooled, and the server thread is not held while the units are read. An error after
  * the start cuts the stream, which the receiver detects (no valid trailer). */
 struct sender { struct storage *st; int is_ds, fd; char pool[64], name[64], snap[64], from[64]; };
+static atomic_int senders;   /* running sender threads: the daemon waits for them at stop */
+
+void api_snapshots_drain(void)
+{
+    for (int i = 0; i < 1000 && atomic_load(&senders); i++) usleep(10000);
+}
 
 static void *sender_main(void *arg)
 {
@@ -197,6 +204,7 @@ static void *sender_main(void *arg)
         log_warn("send %s/%s@%s: %s", s->pool, s->name, s->snap, err);
     close(s->fd);
     free(s);
+    atomic_fetch_sub(&senders, 1);
     return NULL;
 }
 
@@ -230,8 +238,10 @@ static void snap_send(struct api_call *c, struct target *t, struct api_reply *r)
     pthread_attr_t at_;
     pthread_attr_init(&at_);
     pthread_attr_setdetachstate(&at_, PTHREAD_CREATE_DETACHED);
+    atomic_fetch_add(&senders, 1);
     int rc = pthread_create(&th, &at_, sender_main, s);
     pthread_attr_destroy(&at_);
+    if (rc) atomic_fetch_sub(&senders, 1);
     if (rc) { close(p[0]); close(p[1]); free(s); api_error(r, 500, "internal", "%s", strerror(rc)); return; }
     r->status = 200;
     r->has_fd = 1;
