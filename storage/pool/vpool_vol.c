@@ -147,16 +147,11 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
     const uint8_t *src = buf;
     int rc = 0;
     pthread_rwlock_rdlock(&vb->v->snap_lock);
+    rc = vp_snap_cow_range(p, vb->v, src, off, len);   /* units a snapshot or the clone origin holds */
     while (len && !rc) {
         uint64_t vsect = off / VP_SECTOR, ps;
         unsigned inoff = off % VP_SECTOR;
         size_t n = VP_SECTOR - inoff < len ? VP_SECTOR - inoff : len;
-        uint32_t cau = vp_map_get(vb->v, vsect / VP_AU_SECT);
-        if (cau && vp_snap_shared(p, vb->v, cau - 1)) {   /* a snapshot or the clone origin holds it */
-            size_t used = 0;
-            if ((rc = vp_snap_cow(p, vb->v, vsect / VP_AU_SECT, src, off, len, &used))) break;
-            if (used) { src += used; off += used; len -= used; continue; }
-        }
         if ((rc = map_for_write(p, vb->v, vsect, &ps))) break;
         if (n == VP_SECTOR) vc_put_dirty(p->cache, ps, src);
         else {   /* sub-sector write: read-modify-write under a per-sector lock */
