@@ -42,5 +42,20 @@ int iscsi_server_set_target(struct iscsi_server *s, const struct iscsi_target_cf
 int iscsi_server_remove_target(struct iscsi_server *s, const char *iqn);
 /* Stops listening, closes all sessions, waits for workers, frees everything. */
 void iscsi_server_stop(struct iscsi_server *s);
+/* CHAP credentials: empty user = none; empty muser = one-way only. */
+struct iscsi_chap { char user[64], secret[64], muser[64], msecret[64]; };
+/* Discovery (SendTargets) sessions. With a user set, CHAP with these credentials is
+ * required. Either way a discovery session may authenticate with CHAP using the
+ * credentials of a target; targets protected by CHAP are listed only to a discovery
+ * session that authenticated with the discovery credentials or with theirs. */
+void iscsi_server_set_discovery_auth(struct iscsi_server *s, const struct iscsi_chap *a);
+
+/* Connection caps; a refused connection is closed at once with a (rate-limited) warning. */
+struct iscsi_limits {
+    unsigned max_conns;       /* all connections (default 1024) */
+    unsigned max_per_addr;    /* from one initiator address (default 64) */
+    unsigned max_prelogin;    /* not yet logged in, all addresses (default 128) */
+};
+void iscsi_server_set_limits(struct iscsi_server *s, const struct iscsi_limits *l);
 /* Port actually bound (useful with port 0). */
 int iscsi_server_port(struct iscsi_server *s);

@@ -36,7 +36,13 @@ struct nfs_server_cfg {
     int workers;          /* 0 = default */
     char state_dir[1024]; /* where the service may keep persistent state (handles) */
     int held;             /* bound but refusing connections until nfs_server_listen (exports first) */
+    /* Descriptor caps (0 = the NFS_DEFAULT_* below): connections in all, per client
+     * address, and seconds a connection with nothing in flight may stay silent. */
+    unsigned max_conns, max_conns_per_addr, idle_timeout_s;
 };
+#define NFS_DEFAULT_MAX_CONNS 1024
+#define NFS_DEFAULT_MAX_CONNS_PER_ADDR 128
+#define NFS_DEFAULT_IDLE_TIMEOUT_S 360   /* as knfsd ages out idle transports */
 
 struct nfs_server;
 struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err, size_t errlen);
