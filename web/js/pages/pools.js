@@ -127,7 +127,7 @@ function importForm(refresh) {
         || paths.map((d, i) => v.absPath(d, `disk ${i + 1} path`)).find(Boolean)
         || (new Set(paths).size !== paths.length ? 'each member disk may be listed once' : null);
     },
-    run: () => post(`pools/${key(name.value.trim())}/import`, { members: v.list(disks.value), comment: comment.value }),
+    run: (extra) => post(`pools/${key(name.value.trim())}/import`, { members: v.list(disks.value), comment: comment.value, ...extra }),
     done: async (p) => { toast(`pool ${p.name} imported (${p.layout}, ${p.state})`, 'ok'); form.reset(); await refresh(); },
   });
   const suggest = (poolName, paths) => {
