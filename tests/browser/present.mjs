@@ -114,6 +114,7 @@ try {
   await go(`pools/${POOL}`);
   check(await tid('resilver-status').textContent() === 'idle', 'resilver not idle');
   check(await tid('resilver-progress').count() === 0, 'progress bar shown for an idle resilver');
+  check(await tid('scrub-progress').count() === 0, 'progress bar shown for a scrub that never ran');
   check(/all members are in sync/.test(await tid('resilver-idle').textContent()), 'no idle resilver text');
   check(await tid('pool-unreserved').count() === 1, 'pool page has no unreserved figure');
 
