@@ -137,7 +137,7 @@ try {
   await page.screenshot({ path: path.join(opt.shots, 'dashboard-charts.png'), fullPage: true });
 
   begin('no raw byte counts (7+ digit numbers) on any page');
-  for (const p of ['dashboard', 'pools', `pools/${POOL}`, 'datasets', 'volumes', 'iscsi', 'nfs', 'selftest', `selftest/${job.id}`]) {
+  for (const p of ['dashboard', 'pools', `pools/${POOL}`, 'datasets', 'volumes', 'iscsi', 'nfs', 'snapshots', 'selftest', `selftest/${job.id}`]) {
     await go(p);
     await page.waitForTimeout(300);
     await noRawNumbers(`#/${p}`);
