@@ -17,6 +17,19 @@ async function sources() {
   return [...vols.map((x) => ({ value: `volume:${x.full_name}`, label: `volume ${x.full_name}` })),
     ...dss.map((x) => ({ value: `dataset:${x.full_name}`, label: `dataset ${x.full_name}` }))];
 }
+// Edit a task's schedule and retention with two prompts; PATCH only what changed.
+async function editTask(path, x, refresh) {
+  const e = window.prompt('Every (e.g. 15m, 1h, 1d)', every(x.interval_s));
+  if (e === null) return;
+  const k = window.prompt('Keep (newest snapshots)', String(x.keep));
+  if (k === null) return;
+  if (!/^[1-9][0-9]{0,3}$/.test(k.trim())) { window.alert('keep must be a number 1..1000'); return; }
+  const body = {};
+  if (e.trim() !== every(x.interval_s)) body.every = /^[0-9]+$/.test(e.trim()) ? Number(e.trim()) : e.trim();
+  if (Number(k.trim()) !== x.keep) body.keep = Number(k.trim());
+  if (!Object.keys(body).length) return;
+  await action(() => patch(`${path}/${x.id}`, body), { ok: 'task updated', refresh });
+}
 const splitSource = (s) => { const i = s.indexOf(':'); return { kind: s.slice(0, i), full: s.slice(i + 1) }; };
 const base = (src) => { const { kind, full } = splitSource(src); const [pool, ...n] = full.split('/'); return `${kind}s/${key(pool, n.join('/'))}`; };
 
@@ -91,6 +104,7 @@ function tasksSection(srcs) {
         { label: 'Last run', cell: (x) => h('div', {}, when(x.last_run), x.last_error ? h('span', { class: 'sub error' }, x.last_error) : null) },
         { label: 'Actions', cell: (x) => h('div', { class: 'actions' },
           button('Run now', { class: 'btn small', onclick: () => action(() => post(`snapshot-tasks/${x.id}/run`), { ok: 'task started', refresh }) }),
+          button('Edit', { class: 'btn small', 'data-testid': `task-edit-${x.id}`, onclick: () => editTask('snapshot-tasks', x, refresh) }),
           button(x.enabled ? 'Disable' : 'Enable', { class: 'btn small', onclick: () => action(() => patch(`snapshot-tasks/${x.id}`, { enabled: !x.enabled }), { refresh }) }),
           button('Delete', { class: 'btn small danger', onclick: () => action(() => del(`snapshot-tasks/${x.id}`), { confirmText: 'Delete this task? Its snapshots stay.', ok: 'task deleted', refresh }) })) },
       ], rows, { testid: 'snapshot-tasks-table', empty: 'No periodic snapshots.' }));
@@ -132,6 +146,7 @@ function replicationSection(srcs) {
           x.last_error ? h('span', { class: 'sub error' }, x.last_error) : null) },
         { label: 'Actions', cell: (x) => h('div', { class: 'actions' },
           button('Run now', { class: 'btn small', onclick: () => action(() => post(`replication-tasks/${x.id}/run`), { ok: 'replication started', refresh }) }),
+          button('Edit', { class: 'btn small', 'data-testid': `repl-edit-${x.id}`, onclick: () => editTask('replication-tasks', x, refresh) }),
           button(x.enabled ? 'Disable' : 'Enable', { class: 'btn small', onclick: () => action(() => patch(`replication-tasks/${x.id}`, { enabled: !x.enabled }), { refresh }) }),
           button('Delete', { class: 'btn small danger', onclick: () => action(() => del(`replication-tasks/${x.id}`), { confirmText: 'Delete this replication task?', ok: 'task deleted', refresh }) })) },
       ], rows, { testid: 'replication-tasks-table', empty: 'No replication.' }));
