@@ -61,12 +61,41 @@ static int map_block(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, 
     return 0;
 }
 
+/* The mapping run at lblk, at most max blocks: *pblk (0 for a hole or an unwritten
+ * extent, which read as zeros) and *k blocks that continue it contiguously. One extent
+ * lookup per run (h: the file's extent handle, NULL for block-mapped files); holes
+ * between extents go block by block through bmap. */
+static int run_at(struct e2 *e, ext2_extent_handle_t h, ext2_ino_t ino, struct ext2_inode_large *in,
+                  blk64_t lblk, blk64_t max, blk64_t *pblk, blk64_t *k)
+{
+    struct ext2fs_extent ex;
+    if (h && !ext2fs_extent_goto2(h, 0, lblk) && !ext2fs_extent_get(h, EXT2_EXTENT_CURRENT, &ex) &&
+        lblk >= ex.e_lblk && lblk < ex.e_lblk + ex.e_len) {
+        blk64_t left = ex.e_lblk + ex.e_len - lblk;
+        *k = left < max ? left : max;
+        *pblk = ex.e_flags & EXT2_EXTENT_FLAGS_UNINIT ? 0 : ex.e_pblk + (lblk - ex.e_lblk);
+        return 0;
+    }
+    *k = 1;
+    int rc = map_block(e, ino, in, lblk, pblk);
+    if (rc || h || *pblk == 0) return rc;
+    /* block-mapped file: extend while contiguous */
+    while (*k < max) {
+        blk64_t q;
+        if ((rc = map_block(e, ino, in, lblk + *k, &q))) return rc;
+        if (q != *pblk + *k) break;
+        (*k)++;
+    }
+    return 0;
+}
+
 ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t off)
 {
     struct e2 *e = E2(f);
     ext2_filsys fs = e->fs;
     struct ext2_inode_large in;
     uint8_t *bounce = NULL;
+    ext2_extent_handle_t h = NULL;
     e2_lock(e);
     int rc = e2_iget(e, fd, &in);
     if (rc) goto out;
@@ -74,22 +103,17 @@ ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t 
     if (!LINUX_S_ISREG(in.i_mode)) { rc = -EINVAL; goto out; }
     uint64_t size = e2_size(&in), bs = fs->blocksize;
     if (off >= size || !len) { rc = 0; goto out; }
+    if ((in.i_flags & EXT4_EXTENTS_FL) && ext2fs_extent_open2(fs, (ext2_ino_t)fd, (struct ext2_inode *)&in, &h))
+        h = NULL;
     uint64_t end = size - off < len ? size : off + len, pos = off;
     uint8_t *p = buf;
-    blk64_t next_l = ~0ull, next_p = 0;   /* the mapping that ended the previous run */
     while (pos < end) {
-        blk64_t lblk = pos / bs, pblk;
+        blk64_t lblk = pos / bs, pblk, k;
         uint64_t in_off = pos % bs;
-        if (lblk == next_l) pblk = next_p;
-        else if ((rc = map_block(e, (ext2_ino_t)fd, &in, lblk, &pblk))) goto out;
-        /* extend the run while the mapping stays contiguous (or stays a hole) */
-        uint64_t want = (end - lblk * bs + bs - 1) / bs, k = 1;
-        while (k < want && k < E2_READ_RUN_MAX) {
-            blk64_t q;
-            if ((rc = map_block(e, (ext2_ino_t)fd, &in, lblk + k, &q))) goto out;
-            if (!(pblk ? q == pblk + k : q == 0)) { next_l = lblk + k; next_p = q; break; }
-            k++;
-        }
+        uint64_t want = (end - lblk * bs + bs - 1) / bs;
+        if ((rc = run_at(e, h, (ext2_ino_t)fd, &in, lblk, want < E2_READ_RUN_MAX ? want : E2_READ_RUN_MAX,
+                         &pblk, &k)))
+            goto out;
         uint64_t n = k * bs - in_off;
         if (n > end - pos) n = end - pos;
         if (!pblk) {
@@ -106,11 +130,13 @@ ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t 
         pos += n;
         p += n;
     }
-    rc = 0;
+    rc = (int)0;
+    if (h) ext2fs_extent_free(h);
     e2_unlock(e);
     free(bounce);
     return (ssize_t)(end - off);
 out:
+    if (h) ext2fs_extent_free(h);
     e2_unlock(e);
     free(bounce);
     return rc;
