@@ -12,6 +12,7 @@
  * nothing older than the newest transaction is ever replayed over a discarded range. */
 #define _GNU_SOURCE
 #include "storage/fs/txblock.h"
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@ struct txb {
     size_t ndisc, capdisc;
     int failed;                   /* sticky: an in-place write failed after its journal */
     bool direct;                  /* txb_write_data went straight to the bdev since the last commit */
+    _Atomic uint64_t disc_gen;    /* txb_discard calls so far */
 };
 
 
@@ -163,6 +165,20 @@ int txb_read(struct txb *t, uint64_t off, void *buf, size_t len)
     return 0;
 }
 
+bool txb_range_buffered(struct txb *t, uint64_t off, uint64_t len)
+{
+    for (uint64_t b = off / TXB_BLOCK; len && b <= (off + len - 1) / TXB_BLOCK; b++)
+        if (dirty_find(t, b)) return true;
+    return false;
+}
+
+/* Touches only t->b (fixed for t's life) and a stack buffer: safe without serialization. */
+int txb_read_home(struct txb *t, uint64_t off, void *buf, size_t len)
+{
+    if (!range_ok(t, off, len)) return -EINVAL;
+    return read_home(t, off, buf, len);
+}
+
 int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len)
 {
     if (t->failed) return t->failed;
@@ -213,8 +229,11 @@ int txb_write_data(struct txb *t, uint64_t off, const void *buf, size_t len)
     return rc;
 }
 
+uint64_t txb_discard_gen(struct txb *t) { return atomic_load(&t->disc_gen); }
+
 int txb_discard(struct txb *t, uint64_t off, uint64_t len)
 {
+    atomic_fetch_add(&t->disc_gen, 1);   /* before anything can reuse the range */
     if (t->failed) return t->failed;
     if (!range_ok(t, off, len)) return -EINVAL;
     /* only whole blocks: a partial block still holds data */

@@ -48,6 +48,7 @@ struct e2 {
     uint64_t dix_names;
     /* stats */
     uint64_t commits;
+    void (*read_hook)(void);      /* tests: runs between a read's mapping and its device I/O */
 };
 
 static inline struct e2 *E2(struct nasd_fsroot *f) { return f->vfs_priv; }
@@ -138,3 +139,4 @@ int e2_set_size(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, uint6
 /* Tests only (vfs_ext2.c) */
 void nasd_ext2_set_commit_interval(struct nasd_fsroot *f, int ms);   /* 0: no background commits */
 void nasd_ext2_abandon(struct nasd_fsroot *f);   /* drop uncommitted state, as if the process died */
+void nasd_ext2_set_read_hook(struct nasd_fsroot *f, void (*fn)(void));   /* see struct e2 */

@@ -89,20 +89,25 @@ static int run_at(struct e2 *e, ext2_extent_handle_t h, ext2_ino_t ino, struct e
     return 0;
 }
 
-ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t off)
+/* A run of whole blocks to read from the device once the lock is dropped. */
+struct seg { uint64_t off; uint8_t *dst; size_t len; };
+
+/* Under the lock: maps [off, off+len) and reads it, except that whole-block runs not
+ * buffered in the txblock go to segs (when segs is not NULL) for the caller to read
+ * without the lock. Returns the byte count or -errno. */
+static ssize_t pread_locked(struct e2 *e, int fd, uint8_t *buf, size_t len, uint64_t off, struct seg *segs,
+                            unsigned *nsegs)
 {
-    struct e2 *e = E2(f);
     ext2_filsys fs = e->fs;
     struct ext2_inode_large in;
     uint8_t *bounce = NULL;
     ext2_extent_handle_t h = NULL;
-    e2_lock(e);
     int rc = e2_iget(e, fd, &in);
-    if (rc) goto out;
-    if (LINUX_S_ISDIR(in.i_mode)) { rc = -EISDIR; goto out; }
-    if (!LINUX_S_ISREG(in.i_mode)) { rc = -EINVAL; goto out; }
+    if (rc) return rc;
+    if (LINUX_S_ISDIR(in.i_mode)) return -EISDIR;
+    if (!LINUX_S_ISREG(in.i_mode)) return -EINVAL;
     uint64_t size = e2_size(&in), bs = fs->blocksize;
-    if (off >= size || !len) { rc = 0; goto out; }
+    if (off >= size || !len) return 0;
     if ((in.i_flags & EXT4_EXTENTS_FL) && ext2fs_extent_open2(fs, (ext2_ino_t)fd, (struct ext2_inode *)&in, &h))
         h = NULL;
     uint64_t end = size - off < len ? size : off + len, pos = off;
@@ -119,8 +124,12 @@ ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t 
         if (!pblk) {
             memset(p, 0, n);
         } else if (!in_off && n == k * bs) {
-            errcode_t err = io_channel_read_blk64(fs->io, pblk, (int)k, p);
-            if (err) { rc = e2_errno(err); goto out; }
+            if (segs && !txb_range_buffered(e->txb, pblk * bs, n)) {
+                segs[(*nsegs)++] = (struct seg){ pblk * bs, p, n };
+            } else {
+                errcode_t err = io_channel_read_blk64(fs->io, pblk, (int)k, p);
+                if (err) { rc = e2_errno(err); goto out; }
+            }
         } else {
             if (!bounce && !(bounce = malloc(E2_READ_RUN_MAX * bs))) { rc = -ENOMEM; goto out; }
             errcode_t err = io_channel_read_blk64(fs->io, pblk, (int)k, bounce);
@@ -130,16 +139,36 @@ ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t 
         pos += n;
         p += n;
     }
-    rc = (int)0;
-    if (h) ext2fs_extent_free(h);
-    e2_unlock(e);
-    free(bounce);
-    return (ssize_t)(end - off);
 out:
     if (h) ext2fs_extent_free(h);
-    e2_unlock(e);
     free(bounce);
-    return rc;
+    return rc ? rc : (ssize_t)(end - off);
+}
+
+/* The device reads of whole unbuffered blocks run without the lock, so reads of one
+ * dataset overlap. If a block was freed meanwhile (it might hold another file's data
+ * by now) the whole read is redone under the lock. */
+ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t off)
+{
+    struct e2 *e = E2(f);
+    struct seg stack[16], *segs = stack;
+    size_t maxsegs = len / e->fs->blocksize + 2;
+    if (maxsegs > 16 && !(segs = malloc(maxsegs * sizeof *segs))) segs = NULL;   /* all under the lock */
+    unsigned nsegs = 0;
+    e2_lock(e);
+    uint64_t gen = txb_discard_gen(e->txb);
+    ssize_t n = pread_locked(e, fd, buf, len, off, segs, &nsegs);
+    e2_unlock(e);
+    if (nsegs && e->read_hook) e->read_hook();
+    int rc = 0;
+    for (unsigned i = 0; i < nsegs && n > 0 && !rc; i++) rc = txb_read_home(e->txb, segs[i].off, segs[i].dst, segs[i].len);
+    if (n > 0 && nsegs && (rc || txb_discard_gen(e->txb) != gen)) {
+        e2_lock(e);
+        n = pread_locked(e, fd, buf, len, off, NULL, NULL);
+        e2_unlock(e);
+    }
+    if (segs != stack) free(segs);
+    return n;
 }
 
 /* Writes one piece (at most E2_WRITE_PIECE bytes) under the lock. Returns bytes written or
@@ -267,6 +296,8 @@ ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, ui
     e2_unlock(e);
     return done ? (ssize_t)done : rc;
 }
+
+void nasd_ext2_set_read_hook(struct nasd_fsroot *f, void (*fn)(void)) { E2(f)->read_hook = fn; }
 
 /* ---------- readdir ---------- */
 
