@@ -429,7 +429,7 @@ static int64_t usage_scan(ext2_filsys fs)
     while (ino <= last && ext2fs_find_first_set_inode_bitmap2(fs->inode_map, ino, last, &found) == 0) {
         if (ext2fs_read_inode_full(fs, found, (struct ext2_inode *)&in, sizeof in) == 0 &&
             in.i_links_count && LINUX_S_ISREG(in.i_mode))
-            sum += nasd_fsroot_usage_of(e2_size(&in));
+            sum += (int64_t)ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)&in) * 512;   /* as st_blocks */
         ino = found + 1;
     }
     return sum;
