@@ -213,20 +213,31 @@ int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len)
     return 0;
 }
 
+bool txb_claim_direct(struct txb *t, uint64_t off, uint64_t len)
+{
+    if (t->failed || !range_ok(t, off, len) || off % TXB_BLOCK || len % TXB_BLOCK) return false;
+    /* journaled when the range is buffered already or was freed in this transaction:
+     * the last committed state may still own a freed block's old content */
+    for (uint64_t b = off / TXB_BLOCK; b < (off + len) / TXB_BLOCK && t->ndirty; b++)
+        if (dirty_find(t, b)) return false;
+    for (size_t i = 0; i < t->ndisc; i++)
+        if (off < t->disc[i].off + t->disc[i].len && t->disc[i].off < off + len) return false;
+    t->direct = true;   /* the next commit flushes the bdev even if nothing else changed */
+    return true;
+}
+
+int txb_write_home(struct txb *t, uint64_t off, const void *buf, size_t len)
+{
+    if (!range_ok(t, off, len)) return -EINVAL;
+    return nasd_bdev_write(t->b, buf, off, len, 0);
+}
+
 int txb_write_data(struct txb *t, uint64_t off, const void *buf, size_t len)
 {
     if (t->failed) return t->failed;
     if (!range_ok(t, off, len)) return -EINVAL;
-    if (off % TXB_BLOCK || len % TXB_BLOCK) return txb_write(t, off, buf, len);
-    /* journaled when the range is buffered already or was freed in this transaction:
-     * the last committed state may still own a freed block's old content */
-    for (uint64_t b = off / TXB_BLOCK; b < (off + len) / TXB_BLOCK && t->ndirty; b++)
-        if (dirty_find(t, b)) return txb_write(t, off, buf, len);
-    for (size_t i = 0; i < t->ndisc; i++)
-        if (off < t->disc[i].off + t->disc[i].len && t->disc[i].off < off + len) return txb_write(t, off, buf, len);
-    int rc = nasd_bdev_write(t->b, buf, off, len, 0);
-    if (!rc) t->direct = true;
-    return rc;
+    if (!txb_claim_direct(t, off, len)) return txb_write(t, off, buf, len);
+    return nasd_bdev_write(t->b, buf, off, len, 0);
 }
 
 uint64_t txb_discard_gen(struct txb *t) { return atomic_load(&t->disc_gen); }

@@ -10,8 +10,8 @@
  *
  * If the dirty set outgrows one journal half, txb_write commits early (the only case
  * where a caller's sequence of writes is not atomic; logged).
- * Not thread-safe: the caller serializes all calls on one txb, except txb_read_home and
- * txb_discard_gen. Returns 0 or -errno. */
+ * Not thread-safe: the caller serializes all calls on one txb, except txb_read_home,
+ * txb_write_home and txb_discard_gen. Returns 0 or -errno. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +43,11 @@ int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len);
  * never exposes garbage; overwrites of already-committed blocks are then not atomic
  * with the rest of the transaction (durable at the next commit, as usual). */
 int txb_write_data(struct txb *t, uint64_t off, const void *buf, size_t len);
+/* txb_write_data in two steps, for writing without the caller's serialization: claim
+ * (serialized) says whether the range may go straight to the bdev; if so the caller
+ * writes it with txb_write_home (unserialized) and must not commit until that returned. */
+bool txb_claim_direct(struct txb *t, uint64_t off, uint64_t len);
+int txb_write_home(struct txb *t, uint64_t off, const void *buf, size_t len);
 /* The range no longer holds data: dropped from the dirty set; unmapped on the bdev
  * (returning space to the pool) after the next commit. Reads of it may return zeros. */
 int txb_discard(struct txb *t, uint64_t off, uint64_t len);

@@ -159,9 +159,33 @@ static void block_stats_cb(ext2_filsys fs, blk64_t blk, int inuse)
     if (inuse < 0) freed_blocks(e, blk, 1);
 }
 
+#define E2_RANGE_MAX 32768u   /* the longest range libext2fs passes: one extent */
+
+/* libext2fs 1.47.0's ext2fs_block_alloc_stats_range calls back after its loop consumed
+ * the range: with (end, 0) instead of (start, num). The bitmap is already updated, so
+ * the range is recovered from it as the run of bits in the new state that ends at end:
+ * possibly longer than the real one (neighbours in the same state), which only costs an
+ * extra bitmap write or discard of free blocks, never a missed one. */
+static blk64_t range_start(ext2_filsys fs, blk64_t end, bool set)
+{
+    uint8_t bits[E2_RANGE_MAX / 8];
+    blk64_t first = fs->super->s_first_data_block, lo = end > first + E2_RANGE_MAX ? end - E2_RANGE_MAX : first;
+    if (end <= lo || ext2fs_get_block_bitmap_range2(fs->block_map, lo, (unsigned)(end - lo), bits)) return end;
+    for (blk64_t i = end - lo; i > 0; i--) {
+        bool b = bits[(i - 1) / 8] & (1u << ((i - 1) % 8));
+        if (b != set) return lo + i;
+    }
+    return lo;
+}
+
 static void block_range_stats_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 {
     struct e2 *e = fs->priv_data;
+    if (!num && blk > fs->super->s_first_data_block && blk <= ext2fs_blocks_count(fs->super)) {
+        blk64_t start = range_start(fs, blk, inuse > 0);
+        num = (blk_t)(blk - start);
+        blk = start;
+    }
     e2_note_block(e, blk, num);
     if (inuse < 0) freed_blocks(e, blk, num);
 }
@@ -234,6 +258,8 @@ static int write_group_bitmaps(struct e2 *e, bool formatting, bool skip_zero)
 int e2_commit_locked(struct e2 *e)
 {
     ext2_filsys fs = e->fs;
+    /* ordered mode: data written without the lock lands before the metadata naming it */
+    while (e->data_inflight) pthread_cond_wait(&e->data_cv, &e->mu);
     int rc = write_group_bitmaps(e, false, false);
     if (rc) { log_err("ext2 %s: writing bitmaps: %d", e->bdev->name, rc); return rc; }
     /* our bitmaps are written: keep ext2fs_flush2 from rewriting all groups' */
@@ -312,6 +338,7 @@ static void e2_free(struct e2 *e)
     e2_dir_forget_all(e);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->data_cv);
     free(e);
 }
 
@@ -325,6 +352,7 @@ static struct e2 *e2_alloc(void)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cv, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&e->data_cv, NULL);
     e->interval_ms = E2_COMMIT_INTERVAL_MS;
     return e;
 }

@@ -4,7 +4,8 @@
  *
  * Objects are named by their inode number (fd == ino). One mutex per filesystem
  * serializes every operation (libext2fs is not thread-safe); commits happen only
- * between operations, under that mutex, so every committed state is consistent. */
+ * between operations, under that mutex, so every committed state is consistent. File
+ * data reads and writes map blocks under the mutex and do the device I/O without it. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,7 +49,12 @@ struct e2 {
     uint64_t dix_names;
     /* stats */
     uint64_t commits;
-    void (*read_hook)(void);      /* tests: runs between a read's mapping and its device I/O */
+    /* data writes running without the lock (vfs_ext2_io.c): commits wait for them, so
+     * metadata never becomes durable before the data it points to */
+    int data_inflight;
+    pthread_cond_t data_cv;
+    void (*io_hook)(void);        /* tests: runs between a read's or write's mapping and its
+                                   * device I/O, without the lock */
 };
 
 static inline struct e2 *E2(struct nasd_fsroot *f) { return f->vfs_priv; }
@@ -139,4 +145,4 @@ int e2_set_size(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, uint6
 /* Tests only (vfs_ext2.c) */
 void nasd_ext2_set_commit_interval(struct nasd_fsroot *f, int ms);   /* 0: no background commits */
 void nasd_ext2_abandon(struct nasd_fsroot *f);   /* drop uncommitted state, as if the process died */
-void nasd_ext2_set_read_hook(struct nasd_fsroot *f, void (*fn)(void));   /* see struct e2 */
+void nasd_ext2_set_io_hook(struct nasd_fsroot *f, void (*fn)(void));   /* see struct e2 */

@@ -159,7 +159,7 @@ ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t 
     uint64_t gen = txb_discard_gen(e->txb);
     ssize_t n = pread_locked(e, fd, buf, len, off, segs, &nsegs);
     e2_unlock(e);
-    if (nsegs && e->read_hook) e->read_hook();
+    if (nsegs && e->io_hook) e->io_hook();
     int rc = 0;
     for (unsigned i = 0; i < nsegs && n > 0 && !rc; i++) rc = txb_read_home(e->txb, segs[i].off, segs[i].dst, segs[i].len);
     if (n > 0 && nsegs && (rc || txb_discard_gen(e->txb) != gen)) {
@@ -235,8 +235,13 @@ static bool extend_last_extent(struct e2 *e, ext2_ino_t ino, struct ext2_inode_l
 /* Block-aligned writes: allocate the range as extents in one go, then write the data
  * per extent run straight to the device (txb_write_data, ordered mode) instead of
  * block by block through the journal. 1: done, 0: use the general path, <0: error. */
+/* A run of whole blocks to write to the device once the lock is dropped. */
+struct wseg { uint64_t off; const uint8_t *src; size_t len; };
+
+/* defer (may be NULL): runs that may go straight to the device are left there for the
+ * caller to write without the lock (the inode, size included, is updated already). */
 static int pwrite_aligned(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, const uint8_t *buf,
-                          size_t len, uint64_t off)
+                          size_t len, uint64_t off, struct wseg *defer, unsigned *ndefer)
 {
     uint64_t bs = e->fs->blocksize;
     if (off % bs || len % bs || !len || len > E2_WRITE_PIECE) return 0;
@@ -250,9 +255,14 @@ static int pwrite_aligned(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large 
     unsigned nruns = 0;
     if (bs != 4096 || !map_runs(e, ino, in, lblk, n, runs, &nruns)) return 0;
     for (unsigned i = 0; i < nruns; i++) {
-        int rc = txb_write_data(e->txb, runs[i].pblk * bs, buf, runs[i].n * bs);
-        if (rc) return rc;
-        buf += runs[i].n * bs;
+        uint64_t at = runs[i].pblk * bs, n = runs[i].n * bs;
+        if (defer && txb_claim_direct(e->txb, at, n)) {
+            defer[(*ndefer)++] = (struct wseg){ at, buf, n };
+        } else {
+            int rc = txb_write_data(e->txb, at, buf, n);
+            if (rc) return rc;
+        }
+        buf += n;
     }
     if (off + len > e2_size(in) && (err = ext2fs_inode_size_set(e->fs, (struct ext2_inode *)in, off + len)))
         return e2_errno(err);
@@ -260,7 +270,8 @@ static int pwrite_aligned(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large 
     return rc ? rc : 1;
 }
 
-static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len, uint64_t off)
+static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len, uint64_t off,
+                            struct wseg *defer, unsigned *ndefer)
 {
     struct ext2_inode_large in;
     int rc = e2_iget(e, fd, &in);
@@ -271,7 +282,7 @@ static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len
     unsigned wrote = 0;
     e->dirty = true;
     errcode_t err = 0;
-    rc = pwrite_aligned(e, (ext2_ino_t)fd, &in, buf, len, off);
+    rc = pwrite_aligned(e, (ext2_ino_t)fd, &in, buf, len, off, defer, ndefer);
     if (rc < 0) return rc;
     if (rc == 1) {
         wrote = (unsigned)len;
@@ -324,7 +335,22 @@ ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, ui
         size_t n = len - done > E2_WRITE_PIECE ? E2_WRITE_PIECE : len - done;
         if (done && e->dirty && txb_dirty_bytes(e->txb) >= E2_COMMIT_DIRTY_BYTES) e2_commit_locked(e);
         if (n && !pool_has_room(e, n)) { rc = -ENOSPC; break; }
-        rc = n ? pwrite_piece(e, fd, (const uint8_t *)buf + done, n, off + done) : 0;
+        /* below the early-commit mark no commit can start inside an op, so every commit
+         * goes through e2_commit_locked, which waits for the deferred data */
+        bool may_defer = txb_dirty_bytes(e->txb) < E2_COMMIT_DIRTY_BYTES;
+        struct wseg segs[E2_WRITE_PIECE / 4096];
+        unsigned nsegs = 0;
+        rc = n ? pwrite_piece(e, fd, (const uint8_t *)buf + done, n, off + done, may_defer ? segs : NULL, &nsegs) : 0;
+        if (nsegs) {   /* the data, without the lock: other ops of the dataset go on */
+            e->data_inflight++;
+            pthread_mutex_unlock(&e->mu);
+            if (e->io_hook) e->io_hook();
+            int wrc = 0;
+            for (unsigned i = 0; i < nsegs && !wrc; i++) wrc = txb_write_home(e->txb, segs[i].off, segs[i].src, segs[i].len);
+            pthread_mutex_lock(&e->mu);
+            if (--e->data_inflight == 0) pthread_cond_broadcast(&e->data_cv);
+            if (wrc) { rc = wrc; break; }
+        }
         if (rc > 0) done += (size_t)rc;
         if (rc < (ssize_t)n) break;
     } while (done < len);
@@ -332,7 +358,7 @@ ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, ui
     return done ? (ssize_t)done : rc;
 }
 
-void nasd_ext2_set_read_hook(struct nasd_fsroot *f, void (*fn)(void)) { E2(f)->read_hook = fn; }
+void nasd_ext2_set_io_hook(struct nasd_fsroot *f, void (*fn)(void)) { E2(f)->io_hook = fn; }
 
 /* ---------- readdir ---------- */
 
