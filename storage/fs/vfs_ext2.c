@@ -171,9 +171,12 @@ static blk64_t range_start(ext2_filsys fs, blk64_t end, bool set)
     uint8_t bits[E2_RANGE_MAX / 8];
     blk64_t first = fs->super->s_first_data_block, lo = end > first + E2_RANGE_MAX ? end - E2_RANGE_MAX : first;
     if (end <= lo || ext2fs_get_block_bitmap_range2(fs->block_map, lo, (unsigned)(end - lo), bits)) return end;
-    for (blk64_t i = end - lo; i > 0; i--) {
+    uint8_t same = set ? 0xff : 0;
+    for (blk64_t i = end - lo; i > 0;) {
+        if (i % 8 == 0 && bits[i / 8 - 1] == same) { i -= 8; continue; }   /* whole bytes */
         bool b = bits[(i - 1) / 8] & (1u << ((i - 1) % 8));
         if (b != set) return lo + i;
+        i--;
     }
     return lo;
 }
@@ -181,7 +184,10 @@ static blk64_t range_start(ext2_filsys fs, blk64_t end, bool set)
 static void block_range_stats_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 {
     struct e2 *e = fs->priv_data;
-    if (!num && blk > fs->super->s_first_data_block && blk <= ext2fs_blocks_count(fs->super)) {
+    if (!num && e->range_hint_num && e->range_hint_start + e->range_hint_num == blk) {   /* our own call */
+        blk = e->range_hint_start;
+        num = (blk_t)e->range_hint_num;
+    } else if (!num && blk > fs->super->s_first_data_block && blk <= ext2fs_blocks_count(fs->super)) {
         blk64_t start = range_start(fs, blk, inuse > 0);
         num = (blk_t)(blk - start);
         blk = start;

@@ -47,6 +47,8 @@ struct e2 {
     /* name indexes of large directories (vfs_ext2_dir.c) */
     struct e2_dix *dix[E2_DIX_BUCKETS], *dix_lru, *dix_tail;
     uint64_t dix_names;
+    /* a range we pass to ext2fs_block_alloc_stats_range ourselves (see vfs_ext2.c) */
+    blk64_t range_hint_start, range_hint_num;
     /* stats */
     uint64_t commits;
     /* data writes running without the lock (vfs_ext2_io.c): commits wait for them, so

@@ -227,7 +227,10 @@ static bool extend_last_extent(struct e2 *e, ext2_ino_t ino, struct ext2_inode_l
     }
     ext2fs_extent_free(h);
     if (!ok) return false;
+    e->range_hint_start = pstart;
+    e->range_hint_num = n;
     ext2fs_block_alloc_stats_range(fs, pstart, (unsigned)n, +1);   /* bitmap, counts, our callbacks */
+    e->range_hint_num = 0;
     ext2fs_iblk_add_blocks(fs, (struct ext2_inode *)in, n);
     return true;
 }
