@@ -68,6 +68,8 @@ struct txb {
     int failed;                   /* sticky: an in-place write failed after its journal */
     bool direct;                  /* txb_write_data went straight to the bdev since the last commit */
     _Atomic uint64_t disc_gen;    /* txb_discard calls so far */
+    void (*hook)(void *);         /* runs first in every commit */
+    void *hook_arg;
 };
 
 
@@ -333,8 +335,11 @@ static int apply_transaction(struct txb *t, const uint8_t *img)
     return write_home(t, target, img + (size_t)h->ndesc * TXB_BLOCK, h->nblocks);
 }
 
+void txb_set_commit_hook(struct txb *t, void (*fn)(void *), void *arg) { t->hook = fn; t->hook_arg = arg; }
+
 int txb_commit(struct txb *t)
 {
+    if (t->hook) t->hook(t->hook_arg);
     if (t->failed) return t->failed;
     /* after direct writes even an empty transaction is written: it flushes them, and it
      * becomes the newest, so the one before (which may hold older copies of those

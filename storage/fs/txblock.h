@@ -56,6 +56,9 @@ int txb_discard(struct txb *t, uint64_t off, uint64_t len);
 uint64_t txb_discard_gen(struct txb *t);
 uint64_t txb_dirty_bytes(const struct txb *t);
 int txb_commit(struct txb *t);
+/* fn(arg) runs at the start of every commit, early ones inside txb_write included
+ * (the dataset waits there for data written without its lock). */
+void txb_set_commit_hook(struct txb *t, void (*fn)(void *), void *arg);
 
 /* libext2fs io_manager over a txb: pass the name txb_io_name() gives to
  * ext2fs_open2() / ext2fs_initialize(). io_channel flush = txb_commit. */

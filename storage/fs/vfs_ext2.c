@@ -196,10 +196,13 @@ static void block_range_stats_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inu
     if (inuse < 0) freed_blocks(e, blk, num);
 }
 
+static void wait_data(void *arg);
+
 static int attach(struct e2 *e, ext2_filsys fs)
 {
     e->fs = fs;
     fs->priv_data = e;
+    txb_set_commit_hook(e->txb, wait_data, e);
     e->bb_dirty = calloc(fs->group_desc_count, 1);
     e->ib_dirty = calloc(fs->group_desc_count, 1);
     if (!e->bb_dirty || !e->ib_dirty) return -ENOMEM;
@@ -261,11 +264,19 @@ static int write_group_bitmaps(struct e2 *e, bool formatting, bool skip_zero)
     return rc;
 }
 
+/* txb commit hook: ordered mode, data written without the lock lands before the
+ * metadata naming it becomes durable (early commits inside an op included). */
+static void wait_data(void *arg)
+{
+    struct e2 *e = arg;
+    pthread_mutex_lock(&e->data_mu);
+    while (e->data_inflight) pthread_cond_wait(&e->data_cv, &e->data_mu);
+    pthread_mutex_unlock(&e->data_mu);
+}
+
 int e2_commit_locked(struct e2 *e)
 {
     ext2_filsys fs = e->fs;
-    /* ordered mode: data written without the lock lands before the metadata naming it */
-    while (e->data_inflight) pthread_cond_wait(&e->data_cv, &e->mu);
     int rc = write_group_bitmaps(e, false, false);
     if (rc) { log_err("ext2 %s: writing bitmaps: %d", e->bdev->name, rc); return rc; }
     /* our bitmaps are written: keep ext2fs_flush2 from rewriting all groups' */
@@ -345,6 +356,7 @@ static void e2_free(struct e2 *e)
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->data_cv);
+    pthread_mutex_destroy(&e->data_mu);
     free(e);
 }
 
@@ -359,6 +371,7 @@ static struct e2 *e2_alloc(void)
     pthread_cond_init(&e->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&e->data_cv, NULL);
+    pthread_mutex_init(&e->data_mu, NULL);
     e->interval_ms = E2_COMMIT_INTERVAL_MS;
     return e;
 }

@@ -51,10 +51,12 @@ struct e2 {
     blk64_t range_hint_start, range_hint_num;
     /* stats */
     uint64_t commits;
-    /* data writes running without the lock (vfs_ext2_io.c): commits wait for them, so
+    /* data writes running without the lock (vfs_ext2_io.c): every commit waits for them
+     * (txb commit hook, under data_mu only: the writers finish without the lock), so
      * metadata never becomes durable before the data it points to */
-    int data_inflight;
+    pthread_mutex_t data_mu;
     pthread_cond_t data_cv;
+    int data_inflight;
     void (*io_hook)(void);        /* tests: runs between a read's or write's mapping and its
                                    * device I/O, without the lock */
 };

@@ -338,20 +338,24 @@ ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, ui
         size_t n = len - done > E2_WRITE_PIECE ? E2_WRITE_PIECE : len - done;
         if (done && e->dirty && txb_dirty_bytes(e->txb) >= E2_COMMIT_DIRTY_BYTES) e2_commit_locked(e);
         if (n && !pool_has_room(e, n)) { rc = -ENOSPC; break; }
-        /* below the early-commit mark no commit can start inside an op, so every commit
-         * goes through e2_commit_locked, which waits for the deferred data */
+        /* every commit waits for the deferred data (the txb commit hook) without dropping
+         * the lock; the mark keeps early commits inside other ops unlikely */
         bool may_defer = txb_dirty_bytes(e->txb) < E2_COMMIT_DIRTY_BYTES;
         struct wseg segs[E2_WRITE_PIECE / 4096];
         unsigned nsegs = 0;
         rc = n ? pwrite_piece(e, fd, (const uint8_t *)buf + done, n, off + done, may_defer ? segs : NULL, &nsegs) : 0;
         if (nsegs) {   /* the data, without the lock: other ops of the dataset go on */
+            pthread_mutex_lock(&e->data_mu);
             e->data_inflight++;
+            pthread_mutex_unlock(&e->data_mu);
             pthread_mutex_unlock(&e->mu);
             if (e->io_hook) e->io_hook();
             int wrc = 0;
             for (unsigned i = 0; i < nsegs && !wrc; i++) wrc = txb_write_home(e->txb, segs[i].off, segs[i].src, segs[i].len);
-            pthread_mutex_lock(&e->mu);
+            pthread_mutex_lock(&e->data_mu);
             if (--e->data_inflight == 0) pthread_cond_broadcast(&e->data_cv);
+            pthread_mutex_unlock(&e->data_mu);
+            pthread_mutex_lock(&e->mu);
             if (wrc) { rc = wrc; break; }
         }
         if (rc > 0) done += (size_t)rc;
