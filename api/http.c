@@ -277,6 +277,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             if ((rq->fd = open(h->app->cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
                 rq->fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
             if (rq->fd < 0) return MHD_NO;
+            /* a stream may take minutes: no body deadline, only the idle timeout (a byte every 30 s) */
+            http_guard_body_done(conn);
         }
         return MHD_YES;
     }
