@@ -310,6 +310,14 @@ static void do_compare_and_write(struct scsi_cmd *c)
     uint32_t bs = c->lu->bdev->block_size;
     uint32_t len = c->nblocks * bs;
     if (!len) return;
+    if (c->lu->bdev->ops->compare_and_write) {  /* atomic in the backend (shared by gateways) */
+        uint64_t mis = 0;
+        int r = c->lu->bdev->ops->compare_and_write(c->lu->bdev, c->dout, c->dout + len, c->lba * bs, len, &mis);
+        if (r == -EILSEQ) miscompare(c, (uint32_t)mis);
+        else if (r) io_error(c, r, true);
+        else c->io_bytes = len;
+        return;
+    }
     uint8_t *buf = malloc(len);
     if (!buf) { scsi_set_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); return; }
     pthread_mutex_lock(&c->lu->lock);       /* atomic against other COMPARE AND WRITEs */
@@ -364,6 +372,13 @@ static void do_write_same(struct scsi_cmd *c)
         int r = nasd_bdev_unmap(b, off, len);
         if (r == 0) return;
         if (r != -EOPNOTSUPP) { io_error(c, r, true); return; }
+    }
+    if (b->ops->write_same) {
+        static const uint8_t zeros[4096];
+        int r = b->ops->write_same(b, ndob ? zeros : c->dout, bs, off, len);
+        if (r) io_error(c, r, true);
+        else c->io_bytes = len;
+        return;
     }
     uint32_t chunk_blocks = (1u << 20) / bs;
     if (chunk_blocks > c->nblocks) chunk_blocks = c->nblocks;
