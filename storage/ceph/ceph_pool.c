@@ -45,6 +45,7 @@ int ceph_pool_connect(const struct ceph_conf *c, const char *name, struct ceph_p
         set(cp->cluster, "rados_mon_op_timeout", "10", err, errlen) ||
         set(cp->cluster, "rados_osd_op_timeout", "30", err, errlen) ||
         set(cp->cluster, "rbd_cache", "false", err, errlen) ||
+        set(cp->cluster, "rbd_skip_partial_discard", "false", err, errlen) ||
         set(cp->cluster, "log_to_stderr", "false", err, errlen) ||
         set(cp->cluster, "err_to_stderr", "false", err, errlen)) {
         rc = -EINVAL;

@@ -89,6 +89,8 @@ bluestore cache size = 134217728
 bluestore fsck on mount = false
 osd memory target = 536870912
 osd op num shards = 1
+# a gateway killed with -9 lets go of its dataset locks (its RADOS watches) after 5 s, not 30
+osd client watch timeout = 5
 osd op num threads per shard = 2
 mgr initial modules =
 [mon.a]
