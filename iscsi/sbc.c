@@ -313,10 +313,12 @@ static void do_compare_and_write(struct scsi_cmd *c)
     if (c->lu->bdev->ops->compare_and_write) {  /* atomic in the backend (shared by gateways) */
         uint64_t mis = 0;
         int r = c->lu->bdev->ops->compare_and_write(c->lu->bdev, c->dout, c->dout + len, c->lba * bs, len, &mis);
-        if (r == -EILSEQ) miscompare(c, (uint32_t)mis);
-        else if (r) io_error(c, r, true);
-        else c->io_bytes = len;
-        return;
+        if (r != -EOPNOTSUPP) {
+            if (r == -EILSEQ) miscompare(c, (uint32_t)mis);
+            else if (r) io_error(c, r, true);
+            else c->io_bytes = len;
+            return;
+        }
     }
     uint8_t *buf = malloc(len);
     if (!buf) { scsi_set_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); return; }

@@ -5,3 +5,9 @@ ifneq ($(wildcard /usr/include/rbd/librbd.h),)
 override CFLAGS += -DNASD_CEPH
 LDLIBS += -lrbd -lrados
 endif
+
+.PHONY: bench-ceph
+BENCHES += bench-ceph
+bench-ceph: $(B)/tools/iscsi_pattern $(B)/bench/iscsi_wbench $(B)/nasd
+	@scripts/deps.sh $(CEPH_PKGS)
+	@mk/ceph_bench.sh $(B) $(or $(BENCH_SECS),10)

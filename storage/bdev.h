@@ -27,7 +27,8 @@ struct nasd_bdev_ops {
     int (*write_same)(nasd_bdev *b, const void *pattern, size_t plen, uint64_t off, uint64_t len);
     /* Optional (COMPARE AND WRITE), atomic for every client of a shared device (several
      * gateways): if [off, off+len) equals cmp, write data; else -EILSEQ with *miscompare =
-     * the offset of the first differing byte. NULL: the caller locks and reads, then writes. */
+     * the offset of the first differing byte. NULL or -EOPNOTSUPP (e.g. for that length):
+     * the caller locks, reads, compares and writes. */
     int (*compare_and_write)(nasd_bdev *b, const void *cmp, const void *data, uint64_t off, size_t len,
                              uint64_t *miscompare);
 };

@@ -2,8 +2,8 @@
  * rbd_aio_* request and waits for its completion (the iSCSI target calls from many
  * threads at once, so requests overlap). The connection has no client cache, so an
  * acknowledged write is on the OSDs; FUA and flush still go through rbd_aio_flush.
- * COMPARE AND WRITE maps onto rbd_aio_compare_and_write, which the OSD executes
- * atomically, so it stays atomic when several gateways serve the image. */
+ * COMPARE AND WRITE of one 512-byte block maps onto rbd_aio_compare_and_write, which
+ * the OSD executes atomically, so it stays atomic when several gateways serve the image. */
 #define _GNU_SOURCE
 #include "storage/ceph/ceph_int.h"
 #include <errno.h>
@@ -89,15 +89,19 @@ static int rb_write_same(nasd_bdev *b, const void *pattern, size_t plen, uint64_
     return 0;
 }
 
+/* librbd (Pacific) compares and writes one 512-byte sector at most (longer requests get
+ * -EINVAL); the caller falls back to lock + read + compare + write, which is atomic on this
+ * gateway only. The miscompare offset librbd reports is relative to off. */
 static int rb_compare_and_write(nasd_bdev *b, const void *cmp, const void *data, uint64_t off, size_t len,
                                 uint64_t *miscompare)
 {
     if (!in_range(b, off, len)) return -ERANGE;
+    if (len > 512) return -EOPNOTSUPP;
     rbd_completion_t c;
     if (rbd_aio_create_completion(NULL, NULL, &c)) return -ENOMEM;
     uint64_t mis = 0;
     ssize_t r = finish(c, (int)rbd_aio_compare_and_write(img_of(b), off, len, cmp, data, c, &mis, 0));
-    if (r == -EILSEQ) { *miscompare = mis >= off ? mis - off : mis; return -EILSEQ; }
+    if (r == -EILSEQ) { *miscompare = mis; return -EILSEQ; }
     return r < 0 ? (int)r : 0;
 }
 
