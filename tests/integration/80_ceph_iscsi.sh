@@ -31,7 +31,7 @@ grep -q "$CEPH_KEY" <<<"$BODY" && fail "the cephx key is returned: $BODY"
 [ "$(jget "$BODY" .free)" -gt $((1 << 30)) ] || fail "free space not from the cluster: $BODY"
 api GET pools >/dev/null; grep -q "$CEPH_KEY" <<<"$BODY" && fail "the cephx key is listed"
 expect 400 POST volumes '{"pool":"rbdpool","name":"z","size":"64M","compression":"lz4"}'
-expect 201 POST volumes '{"pool":"rbdpool","name":"lun0","size":"256M"}'
+expect 201 POST volumes '{"pool":"rbdpool","name":"lun0","size":"64M"}'
 rbd info rbd/lun0 >/dev/null 2>&1 || fail "no RBD image rbd/lun0"
 [ "$(jget "$BODY" .used)" -lt $((8 << 20)) ] || fail "a new volume is not thin: $BODY"
 expect 409 POST pools "$(ceph_pool_json again)"   # a second pool over the same RADOS pool must import

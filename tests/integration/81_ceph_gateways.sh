@@ -60,7 +60,7 @@ nfs-cp "$T/blob" "nfs://127.0.0.1/shared/files/blob?nfsport=$A_NFS&mountport=$A_
 "$PAT" write "$A_URL" 3 64 > "$T/acked" 2>/dev/null &
 wpid=$!
 for _ in $(seq 100); do [ "$(tail -1 "$T/acked" | awk '{print $2}')" -gt 1000 ] 2>/dev/null && break; sleep 0.05; done
-kill -9 $A_PID; A_PID=
+{ kill -9 $A_PID; wait $A_PID; } 2>/dev/null; A_PID=
 wait $wpid 2>/dev/null
 acked=$(tail -1 "$T/acked" | awk '{print $2}')
 [ -n "$acked" ] && [ "$acked" -gt 0 ] || fail "no write acknowledged before the kill"
