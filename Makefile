@@ -24,6 +24,7 @@ all: $(B)/nasd $(TOOL_BINS) $(BENCH_BINS)
 
 deps:
 	@scripts/deps.sh
+	@scripts/deps.sh $(CEPH_PKGS) || echo "deps: no ceph packages: ceph pools are not built and their tests skip"
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -82,6 +82,9 @@ mon data avail warn = 1
 mon data avail crit = 0
 osd objectstore = $store
 memstore device bytes = ${CEPH_OSD_BYTES:-2147483648}
+# pages, not one bufferlist per object: a small write must not copy a whole 4 MiB object
+memstore page set = true
+memstore page size = 4096
 bluestore block path = $dir/osd0.img
 bluestore block size = ${CEPH_OSD_BYTES:-2147483648}
 bluestore block create = true

@@ -8,6 +8,7 @@ ceph_up() {
     echo "SKIP: ceph packages ($CEPH_PKGS) are not installed and cannot be installed here"
     exit 0
   fi
+  ldd "$NASD" | grep -q librbd || fail "$NASD was built without ceph support (librbd-dev was missing then): run make again"
   CEPH_DIR=$1/ceph
   "$ROOT/tests/ceph/cluster.sh" start "$CEPH_DIR" || fail "ceph cluster did not start"
   eval "$("$ROOT/tests/ceph/cluster.sh" env "$CEPH_DIR")"

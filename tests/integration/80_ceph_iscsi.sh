@@ -60,13 +60,14 @@ v=$(grep '^nasd_export_ops_total{type="iscsi",export="cu",op="write"} ' <<<"$M" 
 [ -n "$v" ] && [ "$v" -gt 0 ] || fail "/metrics write ops for the ceph export: '$v'"
 expect 200 GET "stats/history?export=iscsi:1&range=1h"
 
-# the LUN keeps its identity across a restart (it comes from the cluster and image id)
+# the LUN keeps its identity and data across a restart (identity from the cluster and image id)
+"$PAT" write "$URL" 9 8 >/dev/null || fail "pattern write before the restart"
 stop_nasd
 start_nasd "$T/gw"
 for _ in $(seq 50); do iscsi-inq "$URL" >/dev/null 2>&1 && break; sleep 0.2; done
 [ "$(iscsi-inq -e 1 -c 128 "$URL" | sed -n 's/^Unit Serial Number:\[\(.*\)\]/\1/p')" = "$serial" ] ||
   fail "unit serial changed after a restart"
-"$PAT" verify "$URL" 7 16 >/dev/null || fail "pattern lost across a restart"
+"$PAT" verify "$URL" 9 8 >/dev/null || fail "pattern lost across a restart"
 expect 204 DELETE exports/iscsi/cu
 expect 204 DELETE volumes/rbdpool/lun0
 rbd info rbd/lun0 >/dev/null 2>&1 && fail "RBD image left after DELETE"
