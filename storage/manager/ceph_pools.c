@@ -44,6 +44,7 @@ int storage_ceph_pool_add(struct storage *st, const char *name, const struct cep
     if (!p) { ceph_pool_close(cp); return -ENOMEM; }
     snprintf(p->name, sizeof p->name, "%s", name);
     p->is_ceph = 1;
+    for (int i = 0; i < VPOOL_MAX_MEMBERS; i++) p->lock_fd[i] = -1;   /* no member disks to lock */
     p->ceph_conf = *c;
     p->ceph = cp;
     if (rc) {
