@@ -147,7 +147,7 @@ int scsi_prepare(struct scsi_cmd *c)
             if (!xfer_ok(c, bytes, op == 0x08 ? 4 : 7)) return 1;
             c->dir = DIR_IN; c->kind = NASD_OP_READ;
             c->din_full = (uint32_t)bytes;
-            c->slow = bytes > INLINE_MAX_BYTES;
+            c->slow = bytes > INLINE_MAX_BYTES || c->lu->bdev->remote;
             return 0;
         case 0x0a: case 0x2a: case 0xaa: case 0x8a:          /* WRITE */
         case 0x2e: case 0xae: case 0x8e:                     /* WRITE AND VERIFY */
@@ -157,7 +157,7 @@ int scsi_prepare(struct scsi_cmd *c)
             c->fua = op != 0x0a && (cdb[1] & 0x08);
             c->dir = DIR_OUT; c->kind = NASD_OP_WRITE;
             c->dout_need = (uint32_t)bytes;
-            c->slow = c->fua || bytes > INLINE_MAX_BYTES;
+            c->slow = c->fua || bytes > INLINE_MAX_BYTES || c->lu->bdev->remote;
             return 0;
         case 0x2f: case 0xaf: case 0x8f: {                   /* VERIFY */
             if (prot) { invalid_cdb(c, 1, 7); return 1; }
@@ -171,7 +171,7 @@ int scsi_prepare(struct scsi_cmd *c)
                 c->dout_rule = DOUT_WHOLE;
                 c->len_field = op == 0x2f ? 7 : op == 0xaf ? 6 : 10;
             }
-            c->slow = bytes > INLINE_MAX_BYTES;
+            c->slow = bytes > INLINE_MAX_BYTES || c->lu->bdev->remote;
             return 0;
         }
         case 0x34: case 0x90:                                /* PRE-FETCH */

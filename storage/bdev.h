@@ -40,6 +40,8 @@ struct nasd_bdev {
     uint32_t block_size;  /* logical block size: 512 or 4096 */
     uint8_t uuid[16];     /* stable identity (NAA designator, unit serial) */
     char name[128];       /* "pool/volume" */
+    uint8_t remote;       /* every request waits on the network (RBD): the iSCSI target runs them
+                           * all on worker threads, never inline on a connection's thread */
     atomic_int refs;
 };
 

@@ -279,7 +279,8 @@ void appliance_apply_discovery_auth(struct appliance *a)
 static int start_services(struct appliance *a, char *err, size_t errlen)
 {
     if (a->cfg.iscsi_portal[0]) {
-        a->iscsi = iscsi_server_start_held(a->cfg.iscsi_portal, 0, err, errlen);
+        /* 32 workers: a request to a remote volume (RBD) holds one for its round trip */
+        a->iscsi = iscsi_server_start_held(a->cfg.iscsi_portal, 32, err, errlen);
         if (!a->iscsi) return -1;
         appliance_apply_discovery_auth(a);
     }

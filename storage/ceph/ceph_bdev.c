@@ -152,6 +152,7 @@ nasd_bdev *ceph_rbd_bdev(struct ceph_pool *cp, rbd_image_t img, const char *name
     r->b.ops = &rbd_ops;
     r->b.size = size / block_size * block_size;
     r->b.block_size = block_size;
+    r->b.remote = 1;
     snprintf(r->b.name, sizeof r->b.name, "%s/%s", cp->name, name);
     /* identity from the cluster, the RADOS pool and the image id: every gateway derives
      * the same NAA designator and serial for the image */
