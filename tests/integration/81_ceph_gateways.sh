@@ -77,4 +77,14 @@ NFS_B="nfs://127.0.0.1/shared/files?nfsport=$B_NFS&mountport=$B_MOUNT"
 [ "$(nfs-cat "nfs://127.0.0.1/shared/files/blob?nfsport=$B_NFS&mountport=$B_MOUNT" | sha256sum)" = "$(sha256sum < "$T/blob")" ] ||
   fail "file written through A is not served by B"
 timeout 120 "$CT" "$NFS_B" basic >/dev/null || fail "libnfs procedure test on B after the takeover"
+# self-test and /metrics on the ceph dataset's export
+api POST exports/nfs/files/selftest '{"pattern":"4k-randwrite","seconds":2,"queue_depth":8}' >/dev/null
+[ "$STATUS" = 202 ] || fail "selftest on the ceph dataset -> $STATUS: $BODY"
+id=$(jget "$BODY" .id)
+for _ in $(seq 100); do api GET "jobs/$id" >/dev/null; [ "$(jget "$BODY" .status)" = running ] || break; sleep 0.1; done
+[ "$(jget "$BODY" .status)" = done ] && [ "$(jget "$BODY" .result.integrity)" = ok ] || fail "NFS selftest: $BODY"
+echo "  selftest 4k-randwrite on the RBD dataset: $(jget "$BODY" '.result.iops|floor') IOPS"
+v=$(curl -sf "${B_API%/api/v1}/metrics" |
+    grep '^nasd_export_ops_total{type="nfs",export="files",op="write"} ' | awk '{print $2}')
+[ -n "$v" ] && [ "$v" -gt 0 ] || fail "/metrics write ops for the ceph dataset export: '$v'"
 echo "ceph gateways: ok"
