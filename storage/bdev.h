@@ -43,6 +43,7 @@ struct nasd_bdev {
     uint8_t remote;       /* every request waits on the network (RBD): the iSCSI target runs them
                            * all on worker threads, never inline on a connection's thread */
     atomic_int refs;
+    int read_only;        /* writes fail -EROFS (snapshots); reported as write-protected */
 };
 
 static inline nasd_bdev *nasd_bdev_get(nasd_bdev *b)
@@ -66,3 +67,7 @@ static inline int nasd_bdev_unmap(nasd_bdev *b, uint64_t off, uint64_t len)
  * size 0 = use the file's size. Returns NULL with *err = -errno. */
 nasd_bdev *nasd_file_bdev_open(const char *path, uint64_t size, uint32_t block_size,
                                const char *name, int *err);
+
+/* A RAM overlay over base (which it never writes): writes are kept in memory (at most
+ * 256 MiB) and read back over base. For mounting read-only snapshots. */
+nasd_bdev *nasd_overlay_bdev(nasd_bdev *base, int *err);

@@ -47,9 +47,17 @@ struct nasd_fsroot *ceph_dataset_open(struct ceph_pool *cp, const char *name, ui
                                       uint64_t quota, int *errp);
 uint64_t ceph_dataset_allocated(struct ceph_pool *cp, const char *name);
 
-/* Snapshots of volumes (RBD snapshots) and clones (RBD clones of a protected snapshot). */
-int ceph_snap_create(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen);
-int ceph_snap_destroy(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen);
-int ceph_snap_rollback(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen);
-json_t *ceph_snap_list(struct ceph_pool *cp, const char *vol);   /* [{"name","size","created"}] or NULL */
-int ceph_clone(struct ceph_pool *cp, const char *vol, const char *snap, const char *newvol, char *err, size_t errlen);
+/* Snapshots (RBD snapshots) of an image: the volume's name, or ".<name>" for a dataset;
+ * clones are RBD clones of the (then protected) snapshot, recorded as kind "volume" or
+ * "dataset" under name (without the dot). Lists: [{name, created, size, used, referenced,
+ * clones, guid}] (used/referenced: 0, RBD does not count them cheaply). */
+int ceph_snap_create(struct ceph_pool *cp, const char *img, const char *snap, char *err, size_t errlen);
+int ceph_snap_destroy(struct ceph_pool *cp, const char *img, const char *snap, char *err, size_t errlen);
+int ceph_snap_rollback(struct ceph_pool *cp, const char *img, const char *snap, char *err, size_t errlen);
+json_t *ceph_snap_list(struct ceph_pool *cp, const char *img, const char *only, int *errp);
+int ceph_clone(struct ceph_pool *cp, const char *img, const char *snap, const char *newimg, const char *kind,
+               const char *name, char *err, size_t errlen);
+/* Read-only bdev over a snapshot. */
+nasd_bdev *ceph_snap_open(struct ceph_pool *cp, const char *img, const char *snap, uint32_t block_size, int *errp);
+/* Parent image and snapshot of a clone; -ENOENT if img is no clone. */
+int ceph_image_origin(struct ceph_pool *cp, const char *img, char *oimg, char *osnap);

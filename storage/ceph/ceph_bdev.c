@@ -141,7 +141,8 @@ static const struct nasd_bdev_ops rbd_ops = {
     .avail = rb_avail, .write_same = rb_write_same, .compare_and_write = rb_compare_and_write,
 };
 
-nasd_bdev *ceph_rbd_bdev(struct ceph_pool *cp, rbd_image_t img, const char *name, uint32_t block_size, int *errp)
+nasd_bdev *ceph_rbd_bdev(struct ceph_pool *cp, rbd_image_t img, const char *name, const char *snap,
+                         uint32_t block_size, int *errp)
 {
     struct rbd_bdev *r = calloc(1, sizeof *r);
     uint64_t size = 0;
@@ -153,11 +154,12 @@ nasd_bdev *ceph_rbd_bdev(struct ceph_pool *cp, rbd_image_t img, const char *name
     r->b.size = size / block_size * block_size;
     r->b.block_size = block_size;
     r->b.remote = 1;
-    snprintf(r->b.name, sizeof r->b.name, "%s/%s", cp->name, name);
+    snprintf(r->b.name, sizeof r->b.name, "%s/%s%s%s", cp->name, name, snap ? "@" : "", snap ? snap : "");
     /* identity from the cluster, the RADOS pool and the image id: every gateway derives
      * the same NAA designator and serial for the image */
     char key[256];
-    int n = snprintf(key, sizeof key, "rbd:%s:%lld:%s", cp->fsid, (long long)rados_ioctx_get_id(cp->io), id);
+    int n = snprintf(key, sizeof key, "rbd:%s:%lld:%s%s%s", cp->fsid, (long long)rados_ioctx_get_id(cp->io), id,
+                     snap ? "@" : "", snap ? snap : "");
     XXH128_hash_t h = XXH3_128bits(key, (size_t)n);
     memcpy(r->b.uuid, &h.high64, 8);
     memcpy(r->b.uuid + 8, &h.low64, 8);

@@ -24,5 +24,8 @@ int ceph_record(struct ceph_pool *cp, const char *kind, const char *name, uint64
 int ceph_unrecord(struct ceph_pool *cp, const char *kind, const char *name);
 /* A bdev over an opened image (takes the image over, closes it on the last put). */
 uint64_t ceph_image_used(rbd_image_t img);
-nasd_bdev *ceph_rbd_bdev(struct ceph_pool *cp, rbd_image_t img, const char *name, uint32_t block_size, int *errp);
+/* snap: the snapshot the image was opened at (read-only), NULL for the image itself; it is
+ * part of the identity, so a snapshot LUN never looks like a path to the volume. */
+nasd_bdev *ceph_rbd_bdev(struct ceph_pool *cp, rbd_image_t img, const char *name, const char *snap,
+                         uint32_t block_size, int *errp);
 #endif

@@ -110,7 +110,7 @@ nasd_bdev *ceph_volume_open(struct ceph_pool *cp, const char *name, uint32_t blo
     rbd_image_t img;
     int rc = rbd_open(cp->io, name, &img, NULL);
     if (rc) { *errp = rc; return NULL; }
-    return ceph_rbd_bdev(cp, img, name, block_size, errp);
+    return ceph_rbd_bdev(cp, img, name, NULL, block_size, errp);
 }
 
 uint64_t ceph_volume_used(struct ceph_pool *cp, const char *name)
@@ -157,7 +157,7 @@ int ceph_dataset_create(struct ceph_pool *cp, const char *name, char *err, size_
     rbd_image_t img;
     nasd_bdev *b = NULL;
     rc = open_locked(cp, img_name, &img);
-    if (!rc) b = ceph_rbd_bdev(cp, img, name, 4096, &rc);
+    if (!rc) b = ceph_rbd_bdev(cp, img, name, NULL, 4096, &rc);
     if (b) {
         rc = nasd_ext2_format(b, name);
         nasd_bdev_put(b);
@@ -194,7 +194,7 @@ struct nasd_fsroot *ceph_dataset_open(struct ceph_pool *cp, const char *name, ui
         *errp = rc;
         return NULL;
     }
-    nasd_bdev *b = ceph_rbd_bdev(cp, img, name, 4096, errp);
+    nasd_bdev *b = ceph_rbd_bdev(cp, img, name, NULL, 4096, errp);
     if (!b) return NULL;
     struct nasd_fsroot *f = nasd_fsroot_open_ext2(b, full, fsid, quota, errp);
     nasd_bdev_put(b);
@@ -210,91 +210,130 @@ uint64_t ceph_dataset_allocated(struct ceph_pool *cp, const char *name)
 
 /* Snapshots and clones */
 
-static int with_image(struct ceph_pool *cp, const char *vol, rbd_image_t *img, char *err, size_t errlen)
+static int with_image(struct ceph_pool *cp, const char *img_name, rbd_image_t *img, char *err, size_t errlen)
 {
-    int rc = rbd_open(cp->io, vol, img, NULL);
-    if (rc) snprintf(err, errlen, "volume %s/%s: %s", cp->name, vol, rc == -ENOENT ? "not found" : strerror(-rc));
+    int rc = rbd_open(cp->io, img_name, img, NULL);
+    if (rc) snprintf(err, errlen, "%s/%s: %s", cp->name, img_name, rc == -ENOENT ? "not found" : strerror(-rc));
     return rc;
 }
 
-int ceph_snap_create(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen)
+static int snap_msg(int rc, struct ceph_pool *cp, const char *img, const char *snap, const char *op, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s %s/%s@%s: %s", op, cp->name, img, snap,
+             rc == -EEXIST ? "exists" : rc == -ENOENT ? "not found" : rc == -EBUSY ? "in use (a clone depends on it)" :
+             strerror(-rc));
+    return rc;
+}
+
+int ceph_snap_create(struct ceph_pool *cp, const char *img_name, const char *snap, char *err, size_t errlen)
 {
     rbd_image_t img;
-    int rc = with_image(cp, vol, &img, err, errlen);
+    int rc = with_image(cp, img_name, &img, err, errlen);
     if (rc) return rc;
     rc = rbd_snap_create(img, snap);
     rbd_close(img);
-    if (rc) snprintf(err, errlen, "snapshot %s/%s@%s: %s", cp->name, vol, snap, rc == -EEXIST ? "exists" : strerror(-rc));
-    return rc;
+    return rc ? snap_msg(rc, cp, img_name, snap, "snapshot", err, errlen) : 0;
 }
 
-int ceph_snap_destroy(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen)
+int ceph_snap_destroy(struct ceph_pool *cp, const char *img_name, const char *snap, char *err, size_t errlen)
 {
     rbd_image_t img;
-    int rc = with_image(cp, vol, &img, err, errlen);
+    int rc = with_image(cp, img_name, &img, err, errlen);
     if (rc) return rc;
     int prot = 0;
     rbd_snap_is_protected(img, snap, &prot);
     if (prot) rc = rbd_snap_unprotect(img, snap);   /* -EBUSY while clones use it */
     if (!rc) rc = rbd_snap_remove(img, snap);
     rbd_close(img);
-    if (rc) snprintf(err, errlen, "snapshot %s/%s@%s: %s", cp->name, vol, snap,
-                     rc == -EBUSY ? "has clones" : rc == -ENOENT ? "not found" : strerror(-rc));
-    return rc;
+    return rc ? snap_msg(rc, cp, img_name, snap, "delete snapshot", err, errlen) : 0;
 }
 
-int ceph_snap_rollback(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen)
+int ceph_snap_rollback(struct ceph_pool *cp, const char *img_name, const char *snap, char *err, size_t errlen)
 {
     rbd_image_t img;
-    int rc = with_image(cp, vol, &img, err, errlen);
+    int rc = with_image(cp, img_name, &img, err, errlen);
     if (rc) return rc;
     rc = rbd_snap_rollback(img, snap);
     rbd_close(img);
-    if (rc) snprintf(err, errlen, "rollback %s/%s to %s: %s", cp->name, vol, snap, rc == -ENOENT ? "no such snapshot" : strerror(-rc));
-    return rc;
+    return rc ? snap_msg(rc, cp, img_name, snap, "rollback", err, errlen) : 0;
 }
 
-json_t *ceph_snap_list(struct ceph_pool *cp, const char *vol)
+json_t *ceph_snap_list(struct ceph_pool *cp, const char *img_name, const char *only, int *errp)
 {
     rbd_image_t img;
     char err[256];
-    if (with_image(cp, vol, &img, err, sizeof err)) return NULL;
+    if ((*errp = with_image(cp, img_name, &img, err, sizeof err)) != 0) return NULL;
     rbd_snap_info_t snaps[256];
     int max = 256, n = rbd_snap_list(img, snaps, &max);
+    if (n < 0) { rbd_close(img); *errp = n; return NULL; }
     json_t *out = json_array();
     for (int i = 0; i < n; i++) {
+        if (only && strcmp(only, snaps[i].name)) continue;
         struct timespec ts = { 0 };
+        char guid[40];
         rbd_snap_get_timestamp(img, snaps[i].id, &ts);
-        json_array_append_new(out, json_pack("{s:s, s:I, s:I}", "name", snaps[i].name, "size",
-                                             (json_int_t)snaps[i].size, "created", (json_int_t)ts.tv_sec));
+        snprintf(guid, sizeof guid, "%s-%llu", cp->fsid, (unsigned long long)snaps[i].id);
+        json_array_append_new(out, json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:s}", "name", snaps[i].name,
+                                             "created", (json_int_t)ts.tv_sec, "size", (json_int_t)snaps[i].size,
+                                             "used", (json_int_t)0, "referenced", (json_int_t)0, "clones", 0, "guid", guid));
     }
-    if (n > 0) rbd_snap_list_end(snaps);
+    rbd_snap_list_end(snaps);
     rbd_close(img);
+    if (only && !json_array_size(out)) { json_decref(out); *errp = -ENOENT; return NULL; }
     return out;
 }
 
-int ceph_clone(struct ceph_pool *cp, const char *vol, const char *snap, const char *newvol, char *err, size_t errlen)
+int ceph_clone(struct ceph_pool *cp, const char *img_name, const char *snap, const char *newimg, const char *kind,
+               const char *name, char *err, size_t errlen)
 {
     rbd_image_t img;
-    int rc = valid_image_name(newvol, err, errlen);
-    if (rc || (rc = with_image(cp, vol, &img, err, errlen)) != 0) return rc;
+    int rc = valid_image_name(name, err, errlen);
+    if (rc || (rc = with_image(cp, img_name, &img, err, errlen)) != 0) return rc;
     int prot = 0;
-    rbd_snap_is_protected(img, snap, &prot);
-    if (!prot) rc = rbd_snap_protect(img, snap);    /* clones need a protected parent */
+    rc = rbd_snap_is_protected(img, snap, &prot);
+    if (!rc && !prot) rc = rbd_snap_protect(img, snap);    /* clones need a protected parent */
     uint64_t size = 0;
     rbd_get_size(img, &size);
+    uint64_t features = 0;
+    rbd_get_features(img, &features);
     rbd_close(img);
     if (!rc) {
         rbd_image_options_t o;
         rbd_image_options_create(&o);
-        rbd_image_options_set_uint64(o, RBD_IMAGE_OPTION_FEATURES, RBD_FEATURE_LAYERING);
-        rc = rbd_clone3(cp->io, vol, snap, cp->io, newvol, o);
+        rbd_image_options_set_uint64(o, RBD_IMAGE_OPTION_FEATURES, features & (RBD_FEATURE_LAYERING | RBD_FEATURE_EXCLUSIVE_LOCK));
+        rc = rbd_clone3(cp->io, img_name, snap, cp->io, newimg, o);
         rbd_image_options_destroy(o);
     }
-    if (!rc) rc = ceph_record(cp, "volume", newvol, size);
-    if (rc) snprintf(err, errlen, "clone %s/%s@%s to %s: %s", cp->name, vol, snap, newvol,
-                     rc == -ENOENT ? "no such snapshot" : rc == -EEXIST ? "target exists" : strerror(-rc));
+    if (!rc) rc = ceph_record(cp, kind, name, size);
+    if (rc) snap_msg(rc, cp, img_name, snap, rc == -EEXIST ? "clone (target exists)" : "clone", err, errlen);
     return rc;
+}
+
+nasd_bdev *ceph_snap_open(struct ceph_pool *cp, const char *img_name, const char *snap, uint32_t block_size, int *errp)
+{
+    rbd_image_t img;
+    int rc = rbd_open_read_only(cp->io, img_name, &img, snap);
+    if (rc) { *errp = rc; return NULL; }
+    return ceph_rbd_bdev(cp, img, img_name, snap, block_size, errp);
+}
+
+int ceph_image_origin(struct ceph_pool *cp, const char *img_name, char *oimg, char *osnap)
+{
+    rbd_image_t img;
+    int rc = rbd_open_read_only(cp->io, img_name, &img, NULL);
+    if (rc) return rc;
+    rbd_linked_image_spec_t pi;
+    rbd_snap_spec_t ps;
+    rc = rbd_get_parent(img, &pi, &ps);
+    rbd_close(img);
+    if (rc) return rc;
+    /* both out buffers hold 64 bytes (engine volume names); a dataset's image keeps its dot,
+     * the caller strips it */
+    snprintf(oimg, 64, "%s", pi.image_name);
+    snprintf(osnap, 64, "%s", ps.name);
+    rbd_linked_image_spec_cleanup(&pi);
+    rbd_snap_spec_cleanup(&ps);
+    return 0;
 }
 
 #else /* !NASD_CEPH: no pool can be connected, so these are never reached */
@@ -311,10 +350,14 @@ int ceph_dataset_destroy(struct ceph_pool *cp, const char *name, char *err, size
 struct nasd_fsroot *ceph_dataset_open(struct ceph_pool *cp, const char *name, uint64_t fsid, uint64_t quota, int *errp)
 { *errp = -ENOTSUP; return NULL; }
 uint64_t ceph_dataset_allocated(struct ceph_pool *cp, const char *name) { return 0; }
-int ceph_snap_create(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen) NOTSUP()
-int ceph_snap_destroy(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen) NOTSUP()
-int ceph_snap_rollback(struct ceph_pool *cp, const char *vol, const char *snap, char *err, size_t errlen) NOTSUP()
-json_t *ceph_snap_list(struct ceph_pool *cp, const char *vol) { return NULL; }
-int ceph_clone(struct ceph_pool *cp, const char *vol, const char *snap, const char *newvol, char *err, size_t errlen) NOTSUP()
+int ceph_snap_create(struct ceph_pool *cp, const char *img, const char *snap, char *err, size_t errlen) NOTSUP()
+int ceph_snap_destroy(struct ceph_pool *cp, const char *img, const char *snap, char *err, size_t errlen) NOTSUP()
+int ceph_snap_rollback(struct ceph_pool *cp, const char *img, const char *snap, char *err, size_t errlen) NOTSUP()
+json_t *ceph_snap_list(struct ceph_pool *cp, const char *img, const char *only, int *errp) { *errp = -ENOTSUP; return NULL; }
+int ceph_clone(struct ceph_pool *cp, const char *img, const char *snap, const char *newimg, const char *kind,
+               const char *name, char *err, size_t errlen) NOTSUP()
+nasd_bdev *ceph_snap_open(struct ceph_pool *cp, const char *img, const char *snap, uint32_t block_size, int *errp)
+{ *errp = -ENOTSUP; return NULL; }
+int ceph_image_origin(struct ceph_pool *cp, const char *img, char *oimg, char *osnap) NOTSUP()
 
 #endif

@@ -1,6 +1,6 @@
-/* Pools on a Ceph cluster in the storage manager: adding them, reconnecting them, and
- * the RBD snapshot operations of their volumes. The other storage_* calls hand ceph pools
- * to storage/ceph at their start (see ceph_of). */
+/* Pools on a Ceph cluster in the storage manager: adding them and reconnecting them. The
+ * other storage_* calls (storage.c, datasets.c, snapshots.c) hand ceph pools to
+ * storage/ceph at their start (see ceph_of). */
 #define _GNU_SOURCE
 #include "storage/manager/storage_impl.h"
 #include "util/log.h"
@@ -56,27 +56,4 @@ int storage_ceph_pool_add(struct storage *st, const char *name, const struct cep
     st->pools = p;
     pthread_mutex_unlock(&st->lock);
     return rc;
-}
-
-int storage_volume_snapshot(struct storage *st, const char *pool, const char *vol, const char *op,
-                            const char *snap, const char *arg, char *err, size_t errlen)
-{
-    int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
-    if (!is_ceph) { snprintf(err, errlen, "pool %s is not a ceph pool", pool); return -ENOTSUP; }
-    if (!cp) return -ENXIO;
-    if (!strcmp(op, "create")) return ceph_snap_create(cp, vol, snap, err, errlen);
-    if (!strcmp(op, "delete")) return ceph_snap_destroy(cp, vol, snap, err, errlen);
-    if (!strcmp(op, "rollback")) return ceph_snap_rollback(cp, vol, snap, err, errlen);
-    if (!strcmp(op, "clone")) return ceph_clone(cp, vol, snap, arg, err, errlen);
-    snprintf(err, errlen, "unknown snapshot operation %s", op);
-    return -EINVAL;
-}
-
-json_t *storage_volume_snapshots(struct storage *st, const char *pool, const char *vol)
-{
-    int is_ceph;
-    char err[256];
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
-    return cp ? ceph_snap_list(cp, vol) : NULL;
 }

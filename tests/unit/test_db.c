@@ -45,13 +45,13 @@ START_TEST(migrations_and_pragmas)
 }
 END_TEST
 
-/* Migration 3 rebuilds the pools table (layout 'ceph'): rows of a version-2 database, and the
+/* Migration 4 rebuilds the pools table (layout 'ceph'): rows of a version-3 database, and the
  * references of members and volumes to their pool, must come through. */
 START_TEST(pools_rebuild_keeps_rows)
 {
     char err[256];
     ck_assert_int_eq(db_exec(&db, NULL, "DROP TABLE ceph_pools", ""), 0);
-    ck_assert_int_eq(db_exec(&db, NULL, "UPDATE schema_version SET version=2", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "UPDATE schema_version SET version=3", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pools(id, name, layout, created) VALUES(7,'tank','mirror',1)", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(7,0,'/d0',1)", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(7,'v',1,1)", ""), 0);
