@@ -66,7 +66,7 @@ struct vpool *engine(struct storage *st, const char *name, char *err, size_t err
 {
     struct pool *p = find_pool(st, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return NULL; }
-    if (p->is_ceph) { snprintf(err, errlen, "pool %s is a ceph pool (the cluster does that itself)", name); return NULL; }
+    if (p->is_ceph) { snprintf(err, errlen, "pool %s is on a Ceph cluster: this is for local pools only", name); return NULL; }
     if (!p->vp) snprintf(err, errlen, "pool %s is not available: %s", name, p->import_error);
     return p->vp;
 }
