@@ -206,6 +206,41 @@ static int check_existing(struct appliance *a, const char *const *paths, int n, 
     return -1;
 }
 
+/* POST /pools/{name}/sync (ceph pools): records the volumes and datasets other gateways
+ * created in the cluster since this one imported the pool, and volume sizes changed there
+ * (never removes anything). Replies {"added": [{kind, name}]}. */
+static void ceph_pool_sync(struct appliance *a, int64_t id, const char *name, struct api_call *c, struct api_reply *r)
+{
+    if (strcmp(c->method, "POST")) { api_error(r, 405, "method_not_allowed", "use POST"); return; }
+    struct ceph_conf cc;
+    if (appliance_ceph_conf(&a->db, id, &cc)) { api_error(r, 400, "invalid", "pool %s is not a ceph pool", name); return; }
+    json_t *added = json_array();
+    for (int ds = 0; ds < 2; ds++) {
+        json_t *list = ds ? storage_pool_datasets(a->storage, name) : storage_pool_volumes(a->storage, name), *v;
+        if (!list) { json_decref(added); api_error(r, 503, "service_unavailable", "pool %s: the cluster does not answer", name); return; }
+        size_t i;
+        json_array_foreach(list, i, v) {
+            const char *n = json_string_value(json_object_get(v, "name"));
+            int64_t have = db_int(&a->db, -1, ds ? "SELECT id FROM datasets WHERE pool_id=? AND name=?"
+                                                 : "SELECT id FROM volumes WHERE pool_id=? AND name=?", "is", id, n);
+            if (have >= 0) {   /* grown through another gateway */
+                if (!ds) db_exec(&a->db, NULL, "UPDATE volumes SET size=? WHERE id=?", "ii",
+                                 (int64_t)json_integer_value(json_object_get(v, "size")), have);
+                continue;
+            }
+            int rc = ds ? db_exec(&a->db, NULL, "INSERT INTO datasets(pool_id, name, quota, compression, comment, created) "
+                                  "VALUES(?,?,0,'off','',?)", "isi", id, n, (int64_t)time(NULL))
+                        : db_exec(&a->db, NULL, "INSERT INTO volumes(pool_id, name, size, compression, created) "
+                                  "VALUES(?,?,?,'off',?)", "isii", id, n,
+                                  (int64_t)json_integer_value(json_object_get(v, "size")), (int64_t)time(NULL));
+            if (!rc) json_array_append_new(added, json_pack("{s:s, s:s}", "kind", ds ? "dataset" : "volume", "name", n));
+        }
+        json_decref(list);
+    }
+    log_info("pool %s: %zu objects from the cluster record added", name, json_array_size(added));
+    api_ok(r, 200, json_pack("{s:o}", "added", added));
+}
+
 void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
 {
     static const char *const allowed[] = { "name", "layout", "members", "comment", "force", "backend", "ceph", NULL };
@@ -342,6 +377,7 @@ static void action(struct api_call *c, struct api_reply *r)
     snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
     json_decref(row);
     int rc;
+    if (!strcmp(c->action, "sync")) { ceph_pool_sync(a, id, name, c, r); return; }
     if (!strcmp(c->action, "scrub")) {
         if (!strcmp(c->method, "GET")) {
             json_t *st = storage_pool_status(a->storage, name);
@@ -357,7 +393,7 @@ static void action(struct api_call *c, struct api_reply *r)
         return;
     }
     if (strcmp(c->action, "offline") && strcmp(c->action, "online") && strcmp(c->action, "replace")) {
-        api_error(r, 404, "not_found", "no pool action \"%s\" (scrub, offline, online, replace, import)", c->action);
+        api_error(r, 404, "not_found", "no pool action \"%s\" (scrub, offline, online, replace, import, sync)", c->action);
         return;
     }
     if (strcmp(c->method, "POST")) { api_error(r, 405, "method_not_allowed", "use POST"); return; }

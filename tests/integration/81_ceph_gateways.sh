@@ -1,6 +1,6 @@
 #!/bin/bash
 # Two nasd gateways on one ceph pool: B imports the pool from the record A keeps in the
-# cluster, both export the same RBD volume as the same LUN (same serial) and each reads
+# cluster (and later syncs what A added), both export the same RBD volume as the same LUN (same serial) and each reads
 # the other's writes; the dataset (ext2 on RBD, one writer) is served by A, refused by B
 # while A holds it, and taken over by B after A is killed with -9, with every file A had
 # acknowledged; A's acknowledged (FUA) iSCSI writes survive kill -9 and B keeps serving.
@@ -44,6 +44,20 @@ expect 201 POST exports/iscsi '{"name":"mp","volume":"shared/lun0"}'
 B_URL="iscsi://127.0.0.1:$B_ISCSI/iqn.2026-12.io.nasd:mp/0"
 sa=$(serial "$A_URL") sb=$(serial "$B_URL")
 [ -n "$sa" ] && [ "$sa" = "$sb" ] || fail "the two gateways show different serials: '$sa' '$sb'"
+# a volume A creates later reaches B with a sync from the cluster's record
+use A
+expect 201 POST volumes '{"pool":"shared","name":"later","size":"16M"}'
+use B
+expect 200 POST pools/shared/sync
+[ "$(jget "$BODY" '[.added[].name] | tostring')" = '["later"]' ] || fail "sync did not add 'later': $BODY"
+expect 200 GET volumes/shared/later
+use A
+expect 200 PATCH volumes/shared/later '{"size":"32M"}'
+use B
+expect 200 POST pools/shared/sync
+[ "$(jget "$BODY" '.added | length')" = 0 ] || fail "a second sync added again: $BODY"
+[ "$(api GET volumes/shared/later | jq -r .size)" = $((32 << 20)) ] || fail "size grown on A not synced: $BODY"
+expect 405 GET pools/shared/sync
 "$PAT" write "$A_URL" 1 16 >/dev/null || fail "write through A"
 "$PAT" verify "$B_URL" 1 16 >/dev/null || fail "B does not read A's writes"
 "$PAT" write "$B_URL" 2 8 >/dev/null || fail "write through B"
