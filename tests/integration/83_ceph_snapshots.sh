@@ -2,7 +2,8 @@
 # Snapshots on a ceph pool through the same REST resources as local pools, done with RBD:
 # a volume snapshot (pattern A kept while B is written) as a read-only LUN with its own
 # serial, a clone that diverges, a forced rollback; a dataset snapshot taken at a
-# filesystem commit point, exported read-only over NFS, rolled back.
+# filesystem commit point, exported read-only over NFS, rolled back. Then the cluster stops
+# under the daemon: the pool says so, nasd keeps answering.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/ceph/lib.sh"
@@ -70,4 +71,12 @@ nfs-cat "$S/b$ARGS" >/dev/null 2>&1 && fail "b (written after the snapshot) is i
 expect 200 POST datasets/cp/ds/snapshots/d1/rollback '{"force":true}'
 [ "$(nfs-cat "$L/a$ARGS" | sum)" = "$(sum < "$T/A")" ] || fail "a after the dataset rollback"
 nfs-cat "$L/b$ARGS" >/dev/null 2>&1 && fail "b still there after the rollback"
+# the cluster goes away: the pool reports it within the client timeouts, nasd keeps answering
+ceph_down; CEPH_DIR=
+t0=$SECONDS
+expect 200 GET pools/cp
+[ "$(jget "$BODY" .state)" != ONLINE ] || fail "pool ONLINE with the cluster stopped: $BODY"
+echo "  cluster stopped: pool $(jget "$BODY" .state) after $((SECONDS - t0)) s ($(jget "$BODY" .error))"
+[ $((SECONDS - t0)) -le 30 ] || fail "GET pools took $((SECONDS - t0)) s with the cluster down"
+kill -0 $NASD_PID || fail "nasd died with the cluster"
 echo "ceph snapshots: ok"
