@@ -33,6 +33,7 @@ all: $(B)/nasd $(TOOL_BINS) $(BENCH_BINS)
 DEPS ?= scripts/deps.sh
 deps:
 	@$(DEPS)
+	@$(DEPS) $(CEPH_PKGS) || echo "deps: no ceph packages: ceph pools are not built and their tests skip"
 
 build: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS)

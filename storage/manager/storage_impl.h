@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include "storage/manager/storage.h"
 #include "storage/pool/vpool.h"
+#include "storage/ceph/ceph.h"
+#include <time.h>
 
 #define VP_LIST_MAX 256 /* more than the engine's volume table holds */
 
@@ -21,6 +23,11 @@ struct pool {
     int nmembers;
     char members[VPOOL_MAX_MEMBERS][1024];
     struct open_dataset *datasets;  /* under storage.lock */
+    /* ceph pools (layout "ceph"): conf set, ceph NULL while the cluster cannot be reached */
+    int is_ceph;
+    struct ceph_conf ceph_conf;
+    struct ceph_pool *ceph;
+    time_t ceph_retry;
     int lock_fd[VPOOL_MAX_MEMBERS]; /* flock held on each member while open; -1 none (member_lock.c) */
     uint8_t uuid[16];
     uint64_t hb_seq;                /* owner-sector heartbeat (under storage.lock) */
@@ -40,6 +47,9 @@ struct storage {
 };
 
 struct pool *find_pool(struct storage *st, const char *name);
+/* The pool's cluster connection if it is a ceph pool (reconnecting if it was lost at
+ * start-up); sets *is_ceph. NULL with a message when it is ceph but unreachable. */
+struct ceph_pool *ceph_of(struct storage *st, const char *name, int *is_ceph, char *err, size_t errlen);
 /* The pool's engine, or NULL with a message (unknown or not imported). */
 struct vpool *engine(struct storage *st, const char *name, char *err, size_t errlen);
 void pool_dir(struct storage *st, const char *pool, const char *sub, const char *name, char *out, size_t outlen);
