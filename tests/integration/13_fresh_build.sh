@@ -19,6 +19,9 @@ cat > "$TMP/bin/pkg-config" <<SH
 exec $REAL "\$@"
 SH
 chmod +x "$TMP/bin/pkg-config"
+# the deps step (called with package names too, which it ignores): "installs" after 2 s
+printf '#!/bin/sh\nsleep 2; touch "%s/installed"\n' "$TMP" > "$TMP/bin/deps"
+chmod +x "$TMP/bin/deps"
 
 # prepare DIR [SRC]: the compiled objects of SRC (build), without any linked program
 prepare() {
@@ -46,7 +49,7 @@ for target in test; do   # test = deps, then build in a second make, then run-te
     find "$TMP/$target-asan/tools" -type f -perm -u+x -delete; else echo "note: no build-asan to copy; the ASan part builds from scratch"; fi
   # test runs run-tests.sh too: narrowed to no tests, so only the build is exercised here
   PATH="$TMP/bin:$PATH" INTEGRATION_ONLY=1 TESTS=__none__ \
-    make --no-print-directory -j2 B="$TMP/$target" "$BA_ARG" DEPS="sleep 2; touch $TMP/installed" $target >"$TMP/$target.log" 2>&1 ||
+    make --no-print-directory -j2 B="$TMP/$target" "$BA_ARG" DEPS="$TMP/bin/deps" $target >"$TMP/$target.log" 2>&1 ||
     { tail -20 "$TMP/$target.log"; fail "make $target failed on the first run"; }
   [ -x "$TMP/$target/nasd" ] || fail "make $target: no nasd binary"
   [ -x "$TMP/$target/tests/$unit" ] || fail "make $target: no unit test binary $unit"
