@@ -37,6 +37,8 @@ deps:
 
 build: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+# other builds that make test runs (mk/asan.mk) also wait for the packages
+asan: deps
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

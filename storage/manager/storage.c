@@ -149,7 +149,7 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
     }
     int fds[VPOOL_MAX_MEMBERS], create[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < n; i++) create[i] = m[i].create;
-    int rc = members_lock(paths, create, n, fds, err, errlen);
+    int rc = members_lock(paths, create, n, 1, fds, err, errlen);
     if (rc) {
         for (int i = 0; i < n; i++) if (m[i].create) unlink(m[i].path);
         return rc;
@@ -174,7 +174,7 @@ int storage_pool_open(struct storage *st, const char *name, const char *layout,
     struct vpool_opts o = { .cache_bytes = st->cache_bytes };
     struct vpool *vp = NULL;
     int fds[VPOOL_MAX_MEMBERS];
-    int rc = members_lock(paths, NULL, n, fds, err, errlen);
+    int rc = members_lock(paths, NULL, n, 0, fds, err, errlen);   /* restore: locks only */
     if (!rc) rc = members_check_owner(paths, n, err, errlen);
     if (!rc) rc = vpool_import(paths, n, &o, &vp, err, errlen);
     if (rc) members_unlock(fds, n);
@@ -198,8 +198,10 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
     struct vpool_opts o = { .cache_bytes = st->cache_bytes };
     struct vpool *vp;
     int fds[VPOOL_MAX_MEMBERS];
-    int rc = members_lock(paths, NULL, n, fds, err, errlen);
-    if (!rc && !force) rc = members_check_owner(paths, n, err, errlen);
+    /* another host's heartbeat first: what tells the user the pool is live elsewhere */
+    int rc = force ? 0 : members_check_owner(paths, n, err, errlen);
+    if (rc) return rc;
+    rc = members_lock(paths, NULL, n, 1, fds, err, errlen);
     if (!rc) rc = vpool_import(paths, n, &o, &vp, err, errlen);
     if (rc) { members_unlock(fds, n); return rc; }
     struct vpool_status s;
@@ -333,7 +335,7 @@ int storage_pool_member(struct storage *st, const char *name, const char *op, in
         if (create_size && stat(new_path, &s) == 0) { snprintf(err, errlen, "%s already exists", new_path); return -EEXIST; }
         if (!create_size && stat(new_path, &s) != 0) { snprintf(err, errlen, "%s does not exist", new_path); return -ENOENT; }
         int fd, cr = create_size > 0;
-        rc = members_lock(&new_path, &cr, 1, &fd, err, errlen);
+        rc = members_lock(&new_path, &cr, 1, 1, &fd, err, errlen);
         if (rc) return rc;
         rc = vpool_member_replace(vp, idx, new_path, create_size);
         pthread_mutex_lock(&st->lock);

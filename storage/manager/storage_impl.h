@@ -67,8 +67,9 @@ int datasets_busy(struct storage *st, struct pool *p, const char *name, char *er
 
 /* ---- member ownership (member_lock.c) ---- */
 /* Locks every member (creating the file when create[i]); missing ones get -1. -EBUSY with
- * a message naming the holder when one is open by another pool or process. */
-int members_lock(const char *const *paths, const int *create, int n, int *fds, char *err, size_t errlen);
+ * a message naming the holder when one is locked by another pool or process; strict (new
+ * members from the API): also when any other process merely has it open. */
+int members_lock(const char *const *paths, const int *create, int n, int strict, int *fds, char *err, size_t errlen);
 void members_unlock(int *fds, int n);
 /* -EBUSY with a message when a member's owner sector shows another live nasd using the pool
  * (a shared disk another host has imported); force skips this. */

@@ -5,7 +5,7 @@ import { get, post, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
 import { withSpace, freeCell } from '../space.js';
-import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button, toast, loadFailed } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button, toast, loadFailed, showError } from '../ui.js';
 
 const MIN_MEMBERS = { stripe: 1, mirror: 2, raidz1: 3 };
 const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
@@ -67,7 +67,8 @@ function backendSelect(id) {
     { value: 'local', label: 'local disks (pool engine)' }, { value: 'ceph', label: 'Ceph cluster (RBD)' }]);
 }
 
-function createForm(refresh) {
+// suggestImport(name, paths): fills the import form (the disks hold an exported nasd pool).
+function createForm(refresh, suggestImport) {
   const backend = backendSelect('pool-backend');
   const ceph = cephFields('pool');
   const name = input({ id: 'pool-name', name: 'name', placeholder: 'tank', required: true, maxlength: 63 });
@@ -122,6 +123,18 @@ function createForm(refresh) {
       members: members().map((m) => (m.size || m.create ? { path: m.path, size: m.size, create: m.create } : m.path)),
       ...extra,
     }),
+    // the disks are members of an exported nasd pool: offer to import it instead of wiping
+    fail: (e, askForce) => {
+      const hit = e.data && Array.isArray(e.data.found) && e.data.found.find((f) => f.import);
+      if (!hit) return false;
+      const paths = e.data.found.filter((f) => f.import === hit.import).map((f) => f.path);
+      fill(err, h('div', { class: 'stack', 'data-testid': 'import-suggestion' }, h('span', {}, fmt.humanize(e.message)),
+        h('div', { class: 'actions' }, button(`Import pool ${hit.import} instead`, { class: 'btn primary', 'data-testid': 'import-instead',
+          onclick: () => { showError(err, ''); suggestImport(hit.import, paths); } }),
+        askForce ? button('Overwrite the disks…', { class: 'btn danger', 'data-testid': 'overwrite-instead', onclick: askForce }) : null)));
+      err.hidden = false;
+      return true;
+    },
     done: async (p) => {
       toast(`pool ${p.name} created (${p.layout}, ${plural((p.members || []).length, 'disk')}, ${fmt.bytes(p.size)})`, 'ok');
       form.reset();
@@ -133,6 +146,7 @@ function createForm(refresh) {
   return form;
 }
 
+// Returns the form and suggest(name, paths), which fills it in and brings it into view.
 function importForm(refresh) {
   const name = input({ id: 'import-name', name: 'name', placeholder: 'tank', maxlength: 63 });
   const disks = h('textarea', { id: 'import-members', name: 'members', placeholder: '/srv/disks/d1.img\n/srv/disks/d2.img' });
@@ -159,11 +173,17 @@ function importForm(refresh) {
         || paths.map((d, i) => v.absPath(d, `disk ${i + 1} path`)).find(Boolean)
         || (new Set(paths).size !== paths.length ? 'each member disk may be listed once' : null);
     },
-    run: () => post(`pools/${key(name.value.trim())}/import`, isCeph() ? { backend: 'ceph', ceph: ceph.value(), comment: comment.value }
-      : { members: v.list(disks.value), comment: comment.value }),
+    run: (extra) => post(`pools/${key(name.value.trim())}/import`, isCeph() ? { backend: 'ceph', ceph: ceph.value(), comment: comment.value, ...extra }
+      : { members: v.list(disks.value), comment: comment.value, ...extra }),
     done: async (p) => { toast(`pool ${p.name} imported (${p.layout}, ${p.state})`, 'ok'); form.reset(); await refresh(); },
   });
-  return form;
+  const suggest = (poolName, paths) => {
+    name.value = poolName;
+    disks.value = paths.join('\n');
+    form.scrollIntoView({ block: 'center' });
+    form.querySelector('#import-submit').focus();
+  };
+  return { form, suggest };
 }
 
 export async function mount(root, arg) {
@@ -193,8 +213,9 @@ export async function mount(root, arg) {
       loadFailed(listBox, e, 'list pools');
     }
   };
-  fill(root, h('h1', {}, 'Pools'), section('Pools', listBox), section('Create pool', createForm(refresh)),
+  const imp = importForm(refresh);
+  fill(root, h('h1', {}, 'Pools'), section('Pools', listBox), section('Create pool', createForm(refresh, imp.suggest)),
     section('Import pool', h('p', { class: 'muted hint-p' }, 'Adopt an existing pool (for example from another nasd) from its member disks.'),
-      importForm(refresh)));
+      imp.form));
   await refresh();
 }
