@@ -44,6 +44,8 @@ try {
   await row.waitFor({ timeout: 30000 });
   await until(async () => /ceph/.test(await row.innerText()) && /ONLINE/.test(await row.innerText()), 'row with ceph ONLINE');
   await page.screenshot({ path: path.join(opt.shots, 'ceph-pool.png'), fullPage: true });
+  check(await page.locator('#pool-ceph').isHidden() && await page.locator('#pool-members').isVisible(),
+    'after the reset the form shows the ceph fields, not the local ones');
 
   begin('the pool page shows the cluster, not member disks, and syncs');
   await page.locator('[data-testid="pool-details-cephui"]').click();
