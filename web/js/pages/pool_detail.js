@@ -105,6 +105,20 @@ function replaceForm(p, refresh) {
   return form;
 }
 
+// A pool on a Ceph cluster: where it lives, the cluster's health, and a sync that takes over
+// volumes and datasets other gateways created there (no scrub or member disks: the cluster's job).
+function cephBox(p, refresh) {
+  const c = p.ceph || {};
+  const item = (k, val, id) => h('div', { 'data-testid': id }, h('span', { class: 'k' }, k), h('span', { class: 'v mono', style: 'overflow-wrap: anywhere; font-size: 0.85em' }, String(val ?? '—')));
+  return h('div', {},
+    h('div', { class: 'kv pool-kv' }, item('Monitors', c.monitors, 'ceph-monitors'), item('RADOS pool', c.pool, 'ceph-pool'),
+      item('cephx user', c.user, 'ceph-user'), item('Cluster health', c.health, 'ceph-health'),
+      item('RADOS objects', c.objects, 'ceph-objects'), item('Cluster fsid', c.fsid, 'ceph-fsid')),
+    h('p', { class: 'muted hint-p' }, 'Volumes and datasets are RBD images in the RADOS pool; other nasd gateways attach with Import.'),
+    button('Sync from cluster', { id: 'ceph-sync', class: 'btn small',
+      onclick: () => action(() => post(`pools/${key(p.name)}/sync`), { ok: 'synced with the cluster record', refresh }) }));
+}
+
 export async function mount(root, name) {
   let timer = null;
   let disposed = false;
@@ -113,6 +127,7 @@ export async function mount(root, name) {
   const maintBox = h('div', { id: 'pool-maintenance' });
   const membersBox = h('div', { id: 'pool-members-list' });
   const replaceBox = h('div', { id: 'pool-replace' });
+  const cephBoxEl = h('div', { id: 'pool-ceph-info' });
   let replaceBuilt = '';
 
   const schedule = (p) => {
@@ -146,6 +161,9 @@ export async function mount(root, name) {
       down.length && !p.error ? h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'pool-notice' },
         `${down.map((m) => `member ${m.index} is ${m.state}`).join(', ')}: ${p.state === 'DEGRADED'
           ? 'the pool runs without full redundancy. Bring it online or replace it.' : 'see the member list below.'}`) : null);
+    const isCeph = p.backend === 'ceph';
+    secMaint.hidden = isCeph; secMembers.hidden = isCeph; secReplace.hidden = isCeph; secCeph.hidden = !isCeph;
+    if (isCeph) { fill(cephBoxEl, cephBox({ ...p, name }, refresh)); schedule(p); return; }
     fill(maintBox, maintenance(p, startScrub));
     fill(membersBox, membersTable(p, refresh, pickForReplace));
     // rebuild the replace form only when the member list changed, so typing is not lost while polling
@@ -163,12 +181,13 @@ export async function mount(root, name) {
     await action(() => post(`pools/${key(name)}/scrub`), { ok: `scrub of ${name} started`, refresh });
   }
 
-  fill(root, head, h('h1', {}, `Pool ${name}`),
-    section('Health', summaryBox),
-    section('Scrub and resilver', maintBox),
-    section('Member disks', membersBox),
-    section('Replace a member disk', h('p', { class: 'muted hint-p' },
-      'The new disk takes the old one\'s place and is rebuilt from the other members (resilver).'), replaceBox));
+  const secMaint = section('Scrub and resilver', maintBox);
+  const secMembers = section('Member disks', membersBox);
+  const secReplace = section('Replace a member disk', h('p', { class: 'muted hint-p' },
+    'The new disk takes the old one\'s place and is rebuilt from the other members (resilver).'), replaceBox);
+  const secCeph = section('Ceph cluster', cephBoxEl);
+  secCeph.hidden = true;
+  fill(root, head, h('h1', {}, `Pool ${name}`), section('Health', summaryBox), secCeph, secMaint, secMembers, secReplace);
   await refresh();
   return () => { disposed = true; clearTimeout(timer); };
 }
