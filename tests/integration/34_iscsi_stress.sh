@@ -5,7 +5,7 @@
 # from 50 loopback addresses. Bounds: REST answers every probe (2 s timeout) throughout,
 # RSS grows by less than 512 MiB (queued output is bounded at 128 MiB in all; the rest is
 # READ buffers in flight and what glibc's per-thread arenas of the daemon's workers keep
-# after free; measured peaks +270..+360 MiB, was +1.9 GiB without the global bound),
+# after free; measured peaks +280..+360 MiB, was +1.9 GiB without the global bound),
 # descriptors return to the baseline within 20 s, and a normal initiator is served afterwards.
 set -u
 . "$(dirname "$0")/lib.sh"
