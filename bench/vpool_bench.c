@@ -24,7 +24,8 @@
 static char dir[512] = "/tmp";
 static uint64_t member_mb = 512, workset_mb = 1024;
 static double secs = 3;
-static int nthreads = 4, pool_only;
+static int nthreads = 8, pool_only;
+static unsigned test_mask = 0xf;   /* -T: which of the four tests run (bit i = names[i]) */
 
 struct target {
     int fds[NM];          /* raw */
@@ -132,10 +133,11 @@ static void run_all(struct result *r)
         if (do_io(1, buf, off, 1 << 20)) { fprintf(stderr, "fill failed\n"); exit(1); }
     do_flush();
     free(buf);
-    r->mbs[0] = run(1, 0, 1 << 20, &r->iops[0]);
-    r->mbs[1] = run(0, 0, 1 << 20, &r->iops[1]);
-    r->mbs[2] = run(1, 1, 4096, &r->iops[2]);
-    r->mbs[3] = run(0, 1, 4096, &r->iops[3]);
+    memset(r, 0, sizeof *r);
+    if (test_mask & 1) r->mbs[0] = run(1, 0, 1 << 20, &r->iops[0]);
+    if (test_mask & 2) r->mbs[1] = run(0, 0, 1 << 20, &r->iops[1]);
+    if (test_mask & 4) r->mbs[2] = run(1, 1, 4096, &r->iops[2]);
+    if (test_mask & 8) r->mbs[3] = run(0, 1, 4096, &r->iops[3]);
 }
 
 static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-bench-m%d", dir, i); }
@@ -143,7 +145,7 @@ static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-
 int main(int argc, char **argv)
 {
     int c;
-    while ((c = getopt(argc, argv, "d:s:t:j:w:P")) != -1) {
+    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
@@ -151,6 +153,7 @@ int main(int argc, char **argv)
         case 'j': nthreads = atoi(optarg); break;
         case 'w': workset_mb = strtoull(optarg, NULL, 0); break;
         case 'P': pool_only = 1; break;   /* skip the raw run (profiling) */
+        case 'T': test_mask = (unsigned)strtoul(optarg, NULL, 0); break;
         default:
             fprintf(stderr, "usage: vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]\n");
             return 64;

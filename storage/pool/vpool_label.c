@@ -19,14 +19,6 @@ void vp_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-uint32_t vp_csum_of(const void *sector)
-{
-    uint64_t h = XXH3_64bits(sector, VP_SECTOR);
-    uint32_t v = (uint32_t)(h ^ (h >> 32));
-    if (v == VP_CSUM_ZERO || v == VP_CSUM_MARK) v = 2;
-    return v;
-}
-
 /* ---------------- member I/O ---------------- */
 
 void vp_member_fault(struct vpool *p, int m, const char *why)
