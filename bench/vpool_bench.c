@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "util/log.h"
 #include "storage/pool/vpool.h"
+#include "storage/pool/vpool_impl.h"   /* vp_debug_prof for -v */
 
 #define NM 4
 #define CHUNK (64u << 10)
@@ -25,7 +26,9 @@ static char dir[512] = "/tmp";
 static uint64_t member_mb = 512, workset_mb = 1024;
 static double secs = 3;
 static int nthreads = 8, pool_only;
-static unsigned test_mask = 0xf;   /* -T: which of the four tests run (bit i = names[i]) */
+static unsigned test_mask = 0xf;
+static int verbose;
+static struct vpool *cur_pool;   /* -v: commit profile per test */   /* -T: which of the four tests run (bit i = names[i]) */
 
 struct target {
     int fds[NM];          /* raw */
@@ -117,6 +120,18 @@ static double run(int wr, int rnd, size_t bs, double *iops)
     }
     if (wr && do_flush()) { fprintf(stderr, "flush failed\n"); exit(1); }
     double el = now() - t0;
+    if (verbose && cur_pool) {
+        static struct vp_prof last;
+        struct vp_prof pr;
+        vp_debug_prof(cur_pool, &pr);
+        printf("  [%s %s %zu: %.2fs, %llu commits, journal %.0f ms / %.1f MB (data %.1f MB), apply %.0f ms, sync %.0f ms, "
+               "member writes %.1f MB, requests %.1f MB]\n", wr ? "write" : "read", rnd ? "rand" : "seq", bs, el,
+               (unsigned long long)(pr.commits - last.commits), (pr.jnl_ns - last.jnl_ns) / 1e6,
+               (pr.jnl_bytes - last.jnl_bytes) / 1e6, (pr.jnl_data_bytes - last.jnl_data_bytes) / 1e6,
+               (pr.apply_ns - last.apply_ns) / 1e6, (pr.sync_ns - last.sync_ns) / 1e6,
+               (pr.inplace_bytes - last.inplace_bytes) / 1e6, ops * (double)bs / 1e6);
+        last = pr;
+    }
     *iops = ops / el;
     return ops * (double)bs / el / 1e6;
 }
@@ -145,7 +160,7 @@ static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-
 int main(int argc, char **argv)
 {
     int c;
-    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:")) != -1) {
+    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:v")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
@@ -153,6 +168,7 @@ int main(int argc, char **argv)
         case 'j': nthreads = atoi(optarg); break;
         case 'w': workset_mb = strtoull(optarg, NULL, 0); break;
         case 'P': pool_only = 1; break;   /* skip the raw run (profiling) */
+        case 'v': verbose = 1; break;
         case 'T': test_mask = (unsigned)strtoul(optarg, NULL, 0); break;
         default:
             fprintf(stderr, "usage: vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]\n");
@@ -189,6 +205,7 @@ int main(int argc, char **argv)
     if (vpool_vol_create(p, "v", span, 0)) { fprintf(stderr, "vol create failed\n"); return 1; }
     int e;
     tg.b = vpool_vol_open(p, "v", 4096, &e);
+    cur_pool = p;
     if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
     run_all(&pool);
     struct vpool_status st;

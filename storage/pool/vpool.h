@@ -10,12 +10,18 @@
  * data sector plus the parity sector at the same offset (raidz1 parity is per 4 KiB
  * row slice, not per 64 KiB chunk).
  *
- * Crash safety: data is written in place, but only after the batch (data + metadata
- * deltas) is durable in a journal on 2 members (all for a mirror); metadata (volume table, allocation
- * table, checksum table) is checkpointed twice per member with per-page checksums.
- * Import replays the journal, so a kill -9 or power loss never loses an acknowledged
- * flush/FUA write and never leaves raidz parity or metadata torn.
- *
+ * Crash safety: every commit first makes a journal batch durable on 2 members (all for
+ * a mirror). Small durable commits (a FUA write, a flush after a few writes), lz4
+ * volumes and degraded pools journal the data itself. Everything else journals only
+ * the new checksums (intents) and writes the data once, in place; a flush then
+ * fdatasyncs the members. After a crash, import keeps for each such sector the old or
+ * new checksum its content matches and recomputes the parity of the touched rows.
+ * Metadata (volume table, allocation table, checksum table) is checkpointed twice per
+ * member with per-page checksums. A kill -9 or power loss never loses an acknowledged
+ * flush/FUA write. Limit (the raid5 write hole): intent-written rows have unverified
+ * parity between a crash and the next import, so a member lost in that window can
+ * cost sectors of those rows (reported as unrepairable checksum errors, never silent).
+
  * Cache: a RAM cache of 4 KiB sectors (vpool_opts.cache_bytes). Writes without FUA
  * are buffered there (write-back, up to half of it or a quarter of the journal) and
  * committed by flush(), FUA, or a background flusher; clean sectors read from disk

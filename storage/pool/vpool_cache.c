@@ -218,12 +218,19 @@ uint64_t vc_dirty_count(struct vp_cache *c) { return atomic_load(&c->ndirty); }
 
 /* The arena is 4 KiB aligned (ISA-L xor_gen wants aligned vectors, and it keeps the
  * door open for O_DIRECT). */
-size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena)
+size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena, size_t *acap)
 {
     size_t cap = atomic_load(&c->ndirty) + 64, n = 0;
     *out = malloc(cap * sizeof **out);
-    *arena = NULL;
-    if (!*out || posix_memalign((void **)arena, VP_SECTOR, cap * VP_SECTOR)) goto oom;
+    if (!*out) goto oom;
+    if (!*arena || *acap < cap) {   /* a fresh arena costs a page fault per 4 KiB: keep one */
+        free(*arena);
+        *arena = NULL;
+        *acap = 0;
+        if (posix_memalign((void **)arena, VP_SECTOR, cap * VP_SECTOR)) { *arena = NULL; goto oom; }
+        *acap = cap;
+    }
+    cap = *acap;
     for (int i = 0; i < VC_SHARDS; i++) {
         struct vc_shard *s = &c->sh[i];
         pthread_mutex_lock(&s->mu);
@@ -240,7 +247,7 @@ size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **are
                 memcpy(na, *arena, n * VP_SECTOR);
                 free(*arena);
                 *arena = na;
-                cap = nc;
+                *acap = cap = nc;
             }
             memcpy(*arena + n * VP_SECTOR, e->data, VP_SECTOR);
             (*out)[n] = (struct vp_wsect){ .sect = e->key, .dgen = e->dgen };
@@ -251,8 +258,8 @@ size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **are
     for (size_t i = 0; i < n; i++) (*out)[i].data = *arena + i * VP_SECTOR;
     return n;
 oom:
-    free(*out); free(*arena);
-    *out = NULL; *arena = NULL;
+    free(*out);
+    *out = NULL;
     return SIZE_MAX;
 }
 

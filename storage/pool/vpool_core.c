@@ -20,6 +20,11 @@ static struct vpool *pool_new(void)
     if (!p) return NULL;
     for (int i = 0; i < VP_MAXM; i++) { p->m[i].fd = -1; atomic_init(&p->m[i].state, VPOOL_M_MISSING); }
     pthread_rwlock_init(&p->vol_lock, NULL);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);   /* commits never starve */
+    pthread_rwlock_init(&p->put_lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&p->alloc_lock, NULL);
     pthread_mutex_init(&p->pend_lock, NULL);
     pthread_mutex_init(&p->commit_lock, NULL);
@@ -39,6 +44,8 @@ static void pool_free(struct vpool *p)
     for (int i = 0; i < VP_MAX_VOLS; i++) if (p->vols[i]) vp_vol_free(p->vols[i]);
     for (int i = 0; i < VP_MAXM; i++) if (p->m[i].fd >= 0) close(p->m[i].fd);
     vc_free(p->cache);
+    free(p->carena);
+    free(p->parena);
     vp_meta_free(p);
     free(p->pend);
     free(p);
@@ -80,8 +87,9 @@ static int pool_start(struct vpool *p, const struct vpool_opts *o)
     if (!p->cache) return -ENOMEM;
     p->dirty_max = cb / 2 / VP_SECTOR;
     if (p->dirty_max < 1024) p->dirty_max = 1024;
-    if (p->dirty_max > p->jnl_size / 4 / VP_SECTOR) p->dirty_max = p->jnl_size / 4 / VP_SECTOR;
-    p->dirty_soft = p->dirty_max / 4;
+    /* most commits journal checksums only (intents); a commit whose data does go to the
+     * journal and overruns it checkpoints in the middle, so the journal size is no bound */
+    p->dirty_soft = p->dirty_max / 2;
     return 0;
 }
 

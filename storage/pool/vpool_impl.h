@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/uio.h>
+#include <time.h>
 #include "storage/pool/vpool.h"
 
 #define VP_SECTOR      4096u
@@ -30,6 +31,7 @@
 #define VP_MAXM        VPOOL_MAX_MEMBERS
 #define VP_MAX_VOLS    248
 #define VP_ROW_LOCKS   1024
+#define VP_IOV_MAX     1024   /* iovecs per member write (Linux IOV_MAX) */
 
 #define VP_LABEL_A     0ull
 #define VP_LABEL_B     (128ull << 10)
@@ -48,6 +50,17 @@
 #define VP_VOLTAB_PAGES (VP_MAX_VOLS / VP_VOL_PER_PG)
 
 struct vp_cache;
+
+/* where commit time goes (for bench-vpool -v): wall ns and bytes */
+struct vp_prof {
+    _Atomic uint64_t commits, jnl_ns, apply_ns, sync_ns, jnl_bytes, jnl_data_bytes, inplace_bytes;
+};
+static inline uint64_t vp_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 struct vp_member {
     char path[1024];
@@ -86,11 +99,14 @@ static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
 }
 
 /* journal record (also the in-RAM pending metadata delta) */
-enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE };
+/* VP_REC_INTENT: new checksum of a sector written in place without its data in the
+ * journal (see vpool_intent.c) */
+enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_INTENT };
 struct vp_rec { uint32_t type, a32; uint64_t a, b; };
 
 /* one sector to be written by a commit */
-struct vp_wsect { uint64_t sect; uint32_t csum; uint32_t pad; uint8_t *data; uint64_t dgen; };
+/* one sector to be written by a commit; intent: journal only its checksum */
+struct vp_wsect { uint64_t sect; uint32_t csum; uint32_t intent; uint8_t *data; uint64_t dgen; };
 
 struct vpool {
     char name[64];
@@ -123,11 +139,25 @@ struct vpool {
     uint64_t gen, seq, jpos;
     _Atomic uint64_t write_gen, durable_gen;
     _Atomic int need_checkpoint;  /* a member changed state */
+    _Atomic int unsynced;         /* intent-only data written in place since the last member sync */
+    /* sectors journaled with their data since the last checkpoint (bit per sector,
+     * commit_lock): replay rewrites that data in place, so until the checkpoint such a
+     * sector is journaled with its data again, never as an intent replay would clobber */
+    uint64_t *jbits;
+    bool jbits_any;
 
     pthread_mutex_t row_lock[VP_ROW_LOCKS];
     pthread_mutex_t part_lock[64];   /* sub-4K read-modify-write of one logical sector */
 
     struct vp_cache *cache;
+    /* held shared by a write while it puts its sectors in the cache, exclusive by a
+     * commit while it collects them: a commit takes whole requests (whole parity rows
+     * for large writes), never a random part of one in progress */
+    pthread_rwlock_t put_lock;
+    uint8_t *carena;              /* commit_lock: collect buffer kept between commits */
+    size_t carena_cap;            /* sectors */
+    uint8_t *parena;              /* commit_lock: parity scratch of vp_apply_writes, kept */
+    size_t parena_cap;            /* bytes */
     uint64_t dirty_max;           /* sectors: writers commit themselves above this */
     uint64_t dirty_soft;          /* sectors: the background flusher starts above this */
 
@@ -153,6 +183,7 @@ struct vpool {
     int changed_any;              /* any changed_au set since the last offline */
 
     _Atomic uint64_t repaired, unrepairable;
+    struct vp_prof prof;
     struct vp_sim *sim;           /* power-loss simulation (tests only), NULL normally */
     _Atomic int closed;
     atomic_int refs;
@@ -210,7 +241,7 @@ void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
 /* ---- member I/O (vpool_label.c) ---- */
 int  vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off);  /* counts errors, may fault member */
 int  vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off);
-int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off);
+int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off);  /* cnt <= VP_IOV_MAX */
 void vp_member_fault(struct vpool *p, int m, const char *why);
 int  vp_sync_members(struct vpool *p);   /* fdatasync all writable members */
 int  vp_msync(struct vpool *p, int m);   /* fdatasync one member, -EIO on failure */
@@ -261,12 +292,23 @@ bool vp_row_live(struct vpool *p, uint64_t row);
 
 /* ---- journal / commit (vpool_journal.c) ---- */
 void vp_pend_add(struct vpool *p, const struct vp_rec *r);
-int  vp_commit(struct vpool *p);              /* commit_lock held */
+int  vp_commit(struct vpool *p);              /* commit_lock held; durable */
+/* durable=false (write-back under memory pressure): the data goes in place but is
+ * only made durable by the next durable commit or checkpoint. commit_lock held. */
+int  vp_commit_ex(struct vpool *p, bool durable);
+int  vp_writeback(struct vpool *p);           /* takes commit_lock, commits without syncing */
 int  vp_flush_to(struct vpool *p, uint64_t target_gen);
 int  vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen);
 void vp_flusher_start(struct vpool *p);
 void vp_flusher_stop(struct vpool *p);
 void vp_flusher_kick(struct vpool *p);
+
+/* ---- replay of intent-only writes (vpool_intent.c) ---- */
+struct vp_intents;
+struct vp_intents *vp_intents_new(void);
+int  vp_intents_add(struct vp_intents *t, uint64_t s, uint32_t prev, uint32_t now);
+int  vp_intents_override(struct vp_intents *t, uint64_t s, uint64_t cnt);
+int  vp_intents_resolve(struct vpool *p, struct vp_intents *t);   /* frees t */
 
 /* ---- allocation (vpool_alloc.c) ---- */
 int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);
@@ -288,8 +330,9 @@ void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t ep
 void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
 void vc_drop(struct vp_cache *c, uint64_t key);
 uint64_t vc_dirty_count(struct vp_cache *c);
-/* Copies every dirty sector out (data in one block *arena); SIZE_MAX when out of memory. */
-size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena);
+/* Copies every dirty sector out (data in one block *arena of *cap sectors, reused if
+ * large enough, else replaced); SIZE_MAX when out of memory. */
+size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena, size_t *cap);
 void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen);
 
 /* ---- background (vpool_scrub.c) ---- */
@@ -310,3 +353,5 @@ void vp_pool_put(struct vpool *p);
 int  vp_debug_locate(struct vpool *p, const char *vol, uint64_t off, int *member, uint64_t *moff, uint64_t *psect);
 
 bool vp_name_ok(const char *n);
+/* tests/tools: a copy of the commit profile counters */
+void vp_debug_prof(struct vpool *p, struct vp_prof *out);

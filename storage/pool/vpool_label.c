@@ -51,8 +51,8 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
 int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off)
 {
     struct vp_member *mb = &p->m[m];
-    struct iovec local[64];
-    if (cnt > 64) return -EINVAL;
+    struct iovec local[VP_IOV_MAX];
+    if (cnt > VP_IOV_MAX) return -EINVAL;
     memcpy(local, iov, cnt * sizeof *iov);
     struct iovec *v = local;
     if (p->sim) {
@@ -62,6 +62,7 @@ int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_
     }
     while (cnt) {
         ssize_t r = pwritev(mb->fd, v, cnt, (off_t)off);
+        if (r > 0) atomic_fetch_add_explicit(&p->prof.inplace_bytes, (uint64_t)r, memory_order_relaxed);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             atomic_fetch_add(&mb->wr_err, 1);

@@ -144,6 +144,7 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
     if (vp_pool_state(p) == VPOOL_FAULTED) return -EIO;
     const uint8_t *src = buf;
     int rc = 0;
+    pthread_rwlock_rdlock(&p->put_lock);
     while (len && !rc) {
         uint64_t vsect = off / VP_SECTOR, ps;
         unsigned inoff = off % VP_SECTOR;
@@ -163,10 +164,12 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
         }
         src += n; off += n; len -= n;
     }
+    pthread_rwlock_unlock(&p->put_lock);
     uint64_t gen = atomic_fetch_add(&p->write_gen, 1) + 1;
     if (rc) return rc;
     uint64_t dirty = vc_dirty_count(p->cache);
-    if ((flags & NASD_IO_FUA) || dirty > p->dirty_max) rc = vp_flush_to(p, gen);
+    if (flags & NASD_IO_FUA) rc = vp_flush_to(p, gen);
+    else if (dirty > p->dirty_max) rc = vp_writeback(p);
     else if (dirty > p->dirty_soft) vp_flusher_kick(p);
     return rc;
 }
