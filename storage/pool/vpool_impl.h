@@ -101,7 +101,7 @@ static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
 /* journal record (also the in-RAM pending metadata delta) */
 /* VP_REC_INTENT: new checksum of a sector written in place without its data in the
  * journal (see vpool_intent.c) */
-enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_INTENT };
+enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_INTENT = 7 };   /* 6: snapshots */
 struct vp_rec { uint32_t type, a32; uint64_t a, b; };
 
 /* one sector to be written by a commit */

@@ -59,13 +59,16 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static bool in_set(const uint32_t *c, int n, uint32_t v)
+static int set_index(const uint32_t *c, int n, uint32_t v)
 {
-    for (int i = 0; i < n; i++) if (c[i] == v) return true;
-    return false;
+    for (int i = n - 1; i >= 0; i--) if (c[i] == v) return i;
+    return -1;
 }
+static bool in_set(const uint32_t *c, int n, uint32_t v) { return set_index(c, n, v) >= 0; }
 
-/* Picks the candidate the data on disk matches; returns false if none does. */
+/* Picks the candidate the data on disk matches (cand[] is oldest first; of mirror
+ * copies that differ the newest wins: the other copy may have missed its last sync);
+ * returns false if none does. */
 static bool resolve_sector(struct vpool *p, uint64_t s, const uint32_t *cand, int nc, uint8_t *buf, uint8_t *tmp)
 {
     int col;
@@ -73,15 +76,14 @@ static bool resolve_sector(struct vpool *p, uint64_t s, const uint32_t *cand, in
     uint64_t off = vp_moff(p, row, s % VP_CHUNK_SECT);
     bool zero_ok = in_set(cand, nc, VP_CSUM_ZERO);
     if (p->layout == VPOOL_MIRROR) {
-        int good = -1;
-        uint32_t gc = 0;
-        for (int m = 0; m < p->n && good < 0; m++) {
-            if (!vp_readable(p, m) || vp_mread(p, m, buf, VP_SECTOR, off) < 0) continue;
-            uint32_t c = vp_csum_of(buf);
-            if (in_set(cand, nc, c)) { good = m; gc = c; }
+        int good = -1, gi = -1;
+        for (int m = 0; m < p->n; m++) {
+            if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) continue;
+            int i = set_index(cand, nc, vp_csum_of(tmp));
+            if (i > gi && cand[i] != VP_CSUM_ZERO) { gi = i; good = m; memcpy(buf, tmp, VP_SECTOR); }
         }
         if (good < 0) { if (zero_ok) vp_csum_set(p, s, 0); return zero_ok; }
-        vp_csum_set(p, s, gc);
+        vp_csum_set(p, s, cand[gi]);
         for (int m = 0; m < p->n; m++) {
             if (m == good || !vp_writable(p, m)) continue;
             if (vp_mread(p, m, tmp, VP_SECTOR, off) < 0 || memcmp(tmp, buf, VP_SECTOR))
@@ -89,25 +91,28 @@ static bool resolve_sector(struct vpool *p, uint64_t s, const uint32_t *cand, in
         }
         return true;
     }
-    int dm = vp_col_member(p, row, col);
-    if (vp_readable(p, dm) && vp_mread(p, dm, buf, VP_SECTOR, off) == 0) {
-        uint32_t c = vp_csum_of(buf);
-        if (c != VP_CSUM_ZERO && in_set(cand, nc, c)) { vp_csum_set(p, s, c); return true; }
-    }
-    if (p->layout == VPOOL_RAIDZ1) {   /* the data member itself lost the sector */
-        memset(buf, 0, VP_SECTOR);
+    /* raidz1/stripe: the data member's copy, unless parity rebuilds a newer candidate
+     * (the data member may have missed the sync that made the newer one durable, and
+     * been faulted only in RAM) */
+    int dm = vp_col_member(p, row, col), di = -1;
+    if (vp_readable(p, dm) && vp_mread(p, dm, buf, VP_SECTOR, off) == 0) di = set_index(cand, nc, vp_csum_of(buf));
+    if (di >= 0 && cand[di] == VP_CSUM_ZERO) di = -1;
+    if (p->layout == VPOOL_RAIDZ1 && di < nc - 1) {
+        uint8_t rec[VP_SECTOR] __attribute__((aligned(64)));
+        memset(rec, 0, VP_SECTOR);
         bool all = true;
         for (int m = 0; m < p->n && all; m++) {
             if (m == dm) continue;
             if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) { all = false; break; }
-            for (size_t i = 0; i < VP_SECTOR / 8; i++) ((uint64_t *)buf)[i] ^= ((uint64_t *)tmp)[i];
+            for (size_t i = 0; i < VP_SECTOR / 8; i++) ((uint64_t *)rec)[i] ^= ((uint64_t *)tmp)[i];
         }
-        uint32_t c = all ? vp_csum_of(buf) : 0;
-        if (all && in_set(cand, nc, c) && vp_writable(p, dm) && vp_mwrite(p, dm, buf, VP_SECTOR, off) == 0) {
-            vp_csum_set(p, s, c);
+        int ri = all ? set_index(cand, nc, vp_csum_of(rec)) : -1;
+        if (ri > di && cand[ri] != VP_CSUM_ZERO && vp_writable(p, dm) && vp_mwrite(p, dm, rec, VP_SECTOR, off) == 0) {
+            vp_csum_set(p, s, cand[ri]);
             return true;
         }
     }
+    if (di >= 0) { vp_csum_set(p, s, cand[di]); return true; }
     if (zero_ok) vp_csum_set(p, s, 0);
     return zero_ok;
 }

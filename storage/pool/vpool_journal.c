@@ -106,7 +106,10 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
         x->type = !ws[i].data ? VP_REC_CSUM : ws[i].intent ? VP_REC_INTENT : VP_REC_WRITE;
         x->a = ws[i].sect;
         x->a32 = ws[i].csum;
-        if (x->type == VP_REC_WRITE) iov[k++] = (struct iovec){ ws[i].data, VP_SECTOR };
+        if (x->type != VP_REC_WRITE) continue;
+        iov[k++] = (struct iovec){ ws[i].data, VP_SECTOR };
+        p->jbits[x->a / 64] |= 1ull << (x->a % 64);   /* see choose_intents */
+        p->jbits_any = true;
     }
     iov[0] = (struct iovec){ b, hdr_pages * VP_SECTOR };
     h->magic = VP_JNL_MAGIC;
@@ -165,11 +168,6 @@ static void choose_intents(struct vpool *p, struct vp_wsect *ws, size_t n, bool 
         uint64_t s = ws[i].sect;
         struct vp_vol *v = vp_vol_of_sect(p, s);
         ws[i].intent = !(v && (v->flags & VPOOL_VOL_LZ4)) && !(p->jbits[s / 64] >> (s % 64) & 1);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!ws[i].data || ws[i].intent) continue;
-        p->jbits[ws[i].sect / 64] |= 1ull << (ws[i].sect % 64);
-        p->jbits_any = true;
     }
 }
 
@@ -251,7 +249,9 @@ int vp_commit_ex(struct vpool *p, bool durable)
 done:
     if (durable && atomic_load(&p->unsynced)) {   /* in-place data of intents becomes durable */
         uint64_t t0 = vp_now_ns();
-        if (vp_sync_members(p) < 0) { rc = -EIO; goto out; }
+        /* every member counts: a member whose sync failed is faulted, and one too many
+         * makes the pool FAULTED (one good member is not enough as it is for journal copies) */
+        if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) { rc = -EIO; goto out; }
         atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
         atomic_store(&p->unsynced, 0);
     }
