@@ -142,6 +142,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
         if (rc) vp_set_err(err, errlen, "writing metadata: %s", strerror(-rc));
     }
     if (rc) { pool_free(p); return rc; }
+    if (o && o->direct) for (int i = 0; i < n; i++) vp_set_direct(p, i);
     vp_flusher_start(p);
     log_info("vpool %s: created %s of %d members, %llu MiB usable", p->name, vpool_layout_name(layout), n,
              (unsigned long long)(p->n_au * VP_AU_BYTES >> 20));
@@ -250,6 +251,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     pthread_mutex_unlock(&p->commit_lock);
     if (rc) { vp_set_err(err, errlen, "writing checkpoint: %s", strerror(-rc)); goto fail_p; }
     log_info("vpool %s: imported (%s, %s)", p->name, vpool_layout_name(p->layout), vpool_state_name(vp_pool_state(p)));
+    if (o && o->direct) for (int i = 0; i < p->n; i++) if (p->m[i].fd >= 0) vp_set_direct(p, i);
     if (stale) vp_bg_start(p, 2, stale);
     vp_flusher_start(p);
     *out = p;
@@ -403,6 +405,7 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
         if (dup2(fd, m->fd) < 0) rc = rc ? rc : -errno;
         close(fd);
     } else m->fd = fd;
+    if (m->direct) vp_set_direct(p, idx);   /* the new file gets the same treatment */
     snprintf(m->path, sizeof m->path, "%s", new_path);
     m->size = size;
     if (getrandom(m->guid, 16, 0) != 16) rc = rc ? rc : -EIO;

@@ -68,6 +68,7 @@ struct vp_member {
     _Atomic int state;            /* enum vpool_member_state */
     uint8_t guid[16];
     uint64_t size;                /* bytes of the backing file/device */
+    bool direct;                  /* fd has O_DIRECT: unaligned buffers go through a bounce buffer */
     _Atomic uint64_t rd_err, wr_err, ck_err;
 };
 
@@ -245,6 +246,10 @@ int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64
 void vp_member_fault(struct vpool *p, int m, const char *why);
 int  vp_sync_members(struct vpool *p);   /* fdatasync all writable members */
 int  vp_msync(struct vpool *p, int m);   /* fdatasync one member, -EIO on failure */
+void vp_set_direct(struct vpool *p, int m);   /* O_DIRECT on member m's fd (if the file system allows) */
+/* iov as one 4 KiB aligned buffer when an O_DIRECT member needs it: *bounce is set
+ * (free it) and *one describes it; else returns the iov unchanged. */
+const struct iovec *vp_iov_for_direct(const struct iovec *iov, int *cnt, size_t len, struct iovec *one, void **bounce);
 
 /* ---- power-loss simulation for tests (vpool_sim.c) ---- */
 struct vp_sim *vp_sim_attach(struct vpool *p);

@@ -94,9 +94,10 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
         int rc = vp_checkpoint(p);
         if (rc) return rc;
     }
-    uint8_t *b = calloc(1, hdr_pages * VP_SECTOR);
+    uint8_t *b = NULL;   /* aligned: O_DIRECT members write it as it is */
     struct iovec *iov = malloc((ndata + 1) * sizeof *iov);
-    if (!b || !iov) { free(b); free(iov); return -ENOMEM; }
+    if (posix_memalign((void **)&b, VP_SECTOR, hdr_pages * VP_SECTOR) || !iov) { free(b); free(iov); return -ENOMEM; }
+    memset(b, 0, hdr_pages * VP_SECTOR);
     struct jhdr *h = (struct jhdr *)b;
     struct vp_rec *r = (struct vp_rec *)(b + sizeof *h);
     if (nrec) memcpy(r, recs, nrec * sizeof *r);
@@ -128,12 +129,18 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
     /* one pwritev2(RWF_DSYNC) per copy, the copies in parallel: the sync covers just
      * this range, not the in-place data waiting in the page cache (synced at checkpoints) */
     uint32_t jm = journal_members(p, h->seq);
+    struct iovec one, *wiov = iov;
+    void *bounce = NULL;
+    int wcnt = (int)k;
+    for (int m = 0; m < p->n; m++)
+        if ((jm & (1u << m)) && p->m[m].direct && !bounce && wiov == iov)
+            wiov = (struct iovec *)vp_iov_for_direct(iov, &wcnt, len, &one, &bounce);
     struct jcopy jc[VP_MAXM];
     pthread_t th[VP_MAXM];
     bool threaded[VP_MAXM] = {0};
     int nc = 0, ok = 0;
     for (int m = 0; m < p->n; m++)
-        if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .p = p, .fd = p->m[m].fd, .m = m, .iov = iov, .cnt = (int)k,
+        if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .p = p, .fd = p->m[m].fd, .m = m, .iov = wiov, .cnt = wcnt,
                                                        .off = VP_JOURNAL_OFF + p->jpos, .len = len };
     uint64_t t0 = vp_now_ns();
     for (int i = 1; i < nc; i++) threaded[i] = pthread_create(&th[i], NULL, jcopy_write, &jc[i]) == 0;
@@ -149,6 +156,7 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
     }
     free(b);
     free(iov);
+    free(bounce);
     if (!ok) return -EIO;
     p->jpos += len;
     p->seq++;

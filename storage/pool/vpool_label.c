@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -30,9 +32,41 @@ void vp_member_fault(struct vpool *p, int m, const char *why)
     }
 }
 
+static bool aligned4k(uintptr_t x) { return x % VP_SECTOR == 0; }
+
+void vp_set_direct(struct vpool *p, int m)
+{
+    struct vp_member *mb = &p->m[m];
+    int fl = mb->fd >= 0 ? fcntl(mb->fd, F_GETFL) : -1;
+    mb->direct = fl >= 0 && fcntl(mb->fd, F_SETFL, fl | O_DIRECT) == 0;
+    if (!mb->direct) log_warn("vpool %s: %s: O_DIRECT not available, using the page cache", p->name, mb->path);
+}
+
+const struct iovec *vp_iov_for_direct(const struct iovec *iov, int *cnt, size_t len, struct iovec *one, void **bounce)
+{
+    *bounce = NULL;
+    bool ok = aligned4k(len);
+    for (int i = 0; i < *cnt && ok; i++) ok = aligned4k((uintptr_t)iov[i].iov_base) && aligned4k(iov[i].iov_len);
+    if (ok || posix_memalign(bounce, VP_SECTOR, (len + VP_SECTOR - 1) / VP_SECTOR * VP_SECTOR)) return iov;
+    size_t o = 0;
+    for (int i = 0; i < *cnt; i++) { memcpy((char *)*bounce + o, iov[i].iov_base, iov[i].iov_len); o += iov[i].iov_len; }
+    *one = (struct iovec){ *bounce, len };
+    *cnt = 1;
+    return one;
+}
+
 int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
 {
     struct vp_member *mb = &p->m[m];
+    if (mb->direct && (!aligned4k((uintptr_t)buf) || !aligned4k(len))) {
+        void *b = NULL;
+        size_t l = (len + VP_SECTOR - 1) / VP_SECTOR * VP_SECTOR;
+        if (posix_memalign(&b, VP_SECTOR, l)) return -ENOMEM;
+        int rc = vp_mread(p, m, b, l, off);
+        if (!rc) memcpy(buf, b, len);
+        free(b);
+        return rc;
+    }
     char *b = buf;
     while (len) {
         ssize_t r = p->sim && vp_sim_before_read(p, m) ? (errno = EIO, -1) : pread(mb->fd, b, len, (off_t)off);
@@ -51,20 +85,32 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
 int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off)
 {
     struct vp_member *mb = &p->m[m];
-    struct iovec local[VP_IOV_MAX];
+    struct iovec local[VP_IOV_MAX], one;
+    void *bounce = NULL;
     if (cnt > VP_IOV_MAX) return -EINVAL;
+    if (mb->direct) {
+        size_t len = 0;
+        for (int i = 0; i < cnt; i++) len += iov[i].iov_len;
+        iov = vp_iov_for_direct(iov, &cnt, len, &one, &bounce);
+    }
     memcpy(local, iov, cnt * sizeof *iov);
     struct iovec *v = local;
     if (p->sim) {
         uint64_t len = 0;
         for (int i = 0; i < cnt; i++) len += iov[i].iov_len;
-        if (vp_sim_before_write(p, m, off, len)) { atomic_fetch_add(&mb->wr_err, 1); vp_member_fault(p, m, "simulated power loss"); return -EIO; }
+        if (vp_sim_before_write(p, m, off, len)) {
+            free(bounce);
+            atomic_fetch_add(&mb->wr_err, 1);
+            vp_member_fault(p, m, "simulated power loss");
+            return -EIO;
+        }
     }
     while (cnt) {
         ssize_t r = pwritev(mb->fd, v, cnt, (off_t)off);
         if (r > 0) atomic_fetch_add_explicit(&p->prof.inplace_bytes, (uint64_t)r, memory_order_relaxed);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
+            free(bounce);
             atomic_fetch_add(&mb->wr_err, 1);
             vp_member_fault(p, m, r < 0 ? strerror(errno) : "short write");
             return -EIO;
@@ -73,6 +119,7 @@ int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_
         while (cnt && (size_t)r >= v->iov_len) { r -= v->iov_len; v++; cnt--; }
         if (cnt) { v->iov_base = (char *)v->iov_base + r; v->iov_len -= r; }
     }
+    free(bounce);
     return 0;
 }
 
@@ -212,7 +259,7 @@ int vp_write_labels(struct vpool *p, uint32_t only_mask)
 
 int vp_wipe_labels(struct vpool *p)
 {
-    uint8_t z[VP_SECTOR] = {0};
+    static const uint8_t z[VP_SECTOR] __attribute__((aligned(VP_SECTOR)));
     for (int i = 0; i < p->n; i++) {
         if (p->m[i].fd < 0) continue;
         if (pwrite(p->m[i].fd, z, sizeof z, VP_LABEL_A) != (ssize_t)sizeof z ||
