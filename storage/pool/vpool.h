@@ -104,6 +104,11 @@ int  vpool_scrub_start(struct vpool *p);     /* background thread; -EBUSY if scr
 int  vpool_member_offline(struct vpool *p, int idx);
 int  vpool_member_online(struct vpool *p, int idx);   /* resilvers what changed while offline */
 int  vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_t create_size);
+/* Resets every member's error counters (persisted) and resilvers faulted members that
+ * are still present back online. A member is faulted after VP_READ_ERR_LIMIT read
+ * errors (a read past its end counts: a shrunken file is not zeros), a failed write or
+ * sync, or 64 checksum errors while the pool has redundancy left. */
+int  vpool_clear(struct vpool *p);
 /* Waits until the background scrub/resilver (if any) finishes. For tests and tools. */
 void vpool_wait_background(struct vpool *p);
 /* Makes all volumes' buffered writes durable (as flush() on every volume). */

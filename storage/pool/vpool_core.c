@@ -197,7 +197,12 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     p->n = (int)bl->nmembers;
     p->gen = bl->gen;
     p->seq = bl->ckpt_seq;
-    for (int i = 0; i < p->n; i++) memcpy(p->m[i].guid, bl->guids[i], 16);
+    for (int i = 0; i < p->n; i++) {
+        memcpy(p->m[i].guid, bl->guids[i], 16);
+        atomic_store(&p->m[i].rd_err, bl->errs[i][0]);   /* error counters survive restarts */
+        atomic_store(&p->m[i].wr_err, bl->errs[i][1]);
+        atomic_store(&p->m[i].ck_err, bl->errs[i][2]);
+    }
     if (vp_geometry(p, bl->member_size) || p->jnl_size != bl->jnl_size || p->meta_pages != bl->meta_pages ||
         p->data_off != bl->data_off || p->rows != bl->rows || p->n_au != bl->n_au) {
         vp_set_err(err, errlen, "label geometry is inconsistent");
@@ -416,4 +421,37 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
     if (rc) return rc;
     log_info("vpool %s: member %d replaced by %s, resilvering", p->name, idx, new_path);
     return vp_bg_start(p, 2, 1u << idx);
+}
+
+/* Like zpool clear: error counters to zero (persisted by a checkpoint), and faulted
+ * members that are still open come back through a full resilver. */
+int vpool_clear(struct vpool *p)
+{
+    if (atomic_load(&p->closed)) return -ENXIO;
+    uint32_t mask = 0;
+    for (int i = 0; i < p->n; i++)
+        if (atomic_load(&p->m[i].state) == VPOOL_M_FAULTED && p->m[i].fd >= 0) mask |= 1u << i;
+    if (mask) vp_bg_stop(p);
+    pthread_mutex_lock(&p->commit_lock);
+    int rc = vp_commit(p);
+    for (int i = 0; i < p->n; i++) {
+        atomic_store(&p->m[i].rd_err, 0);
+        atomic_store(&p->m[i].wr_err, 0);
+        atomic_store(&p->m[i].ck_err, 0);
+        if (!(mask & (1u << i))) continue;
+        struct stat sb;   /* a file cut short gets its size back, or import would not take it */
+        if (fstat(p->m[i].fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size < p->member_size) {
+            if (ftruncate(p->m[i].fd, (off_t)p->member_size) == 0) p->m[i].size = p->member_size;
+            else { rc = rc ? rc : -errno; continue; }
+        }
+        atomic_store(&p->m[i].state, VPOOL_M_RESILVERING);
+    }
+    if (!rc) rc = vp_checkpoint(p);
+    pthread_mutex_unlock(&p->commit_lock);
+    if (mask) {
+        log_info("vpool %s: errors cleared, resilvering members 0x%x", p->name, mask);
+        int brc = vp_bg_start(p, 2, mask);
+        if (!rc) rc = brc;
+    } else log_info("vpool %s: errors cleared", p->name);
+    return rc;
 }

@@ -244,6 +244,10 @@ int  vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off);  /* 
 int  vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off);
 int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off);  /* cnt <= VP_IOV_MAX */
 void vp_member_fault(struct vpool *p, int m, const char *why);
+/* one more checksum error on member m; past VP_CKSUM_FAULT_LIMIT the member is faulted
+ * unless that would fault the pool (its data is then still the best there is) */
+#define VP_CKSUM_FAULT_LIMIT 64
+void vp_member_ck_err(struct vpool *p, int m);
 int  vp_sync_members(struct vpool *p);   /* fdatasync all writable members */
 int  vp_msync(struct vpool *p, int m);   /* fdatasync one member, -EIO on failure */
 void vp_set_direct(struct vpool *p, int m);   /* O_DIRECT on member m's fd (if the file system allows) */
@@ -277,8 +281,12 @@ struct vp_label {                 /* at the start of a 4 KiB label sector, littl
     uint8_t guids[VP_MAXM][16];
     uint8_t mstate[VP_MAXM];
     uint64_t gen, ckpt_seq, member_size, jnl_size, meta_pages, data_off, rows, n_au;
-    uint64_t csum;                /* XXH3-64 of this struct with csum = 0 */
+    uint64_t csum;                /* XXH3-64 of this struct (hdr_size bytes) with csum = 0 */
+    /* error counters of every member (read, write, checksum) as of this label; labels
+     * written before they existed end at errs (hdr_size VP_LABEL_SIZE_V1) */
+    uint64_t errs[VP_MAXM][3];
 };
+#define VP_LABEL_SIZE_V1 offsetof(struct vp_label, errs)
 int  vp_read_label(int fd, uint64_t off, struct vp_label *l);
 int  vp_meta_alloc(struct vpool *p);
 void vp_meta_free(struct vpool *p);

@@ -55,6 +55,17 @@ const struct iovec *vp_iov_for_direct(const struct iovec *iov, int *cnt, size_t 
     return one;
 }
 
+void vp_member_ck_err(struct vpool *p, int m)
+{
+    if (atomic_fetch_add(&p->m[m].ck_err, 1) + 1 < VP_CKSUM_FAULT_LIMIT) return;
+    if (atomic_load(&p->m[m].state) != VPOOL_M_ONLINE) return;
+    int bad = 0;
+    for (int i = 0; i < p->n; i++) bad += i != m && !vp_readable(p, i);
+    bool last = p->layout == VPOOL_STRIPE || (p->layout == VPOOL_RAIDZ1 && bad >= 1) ||
+                (p->layout == VPOOL_MIRROR && bad >= p->n - 1);
+    if (!last) vp_member_fault(p, m, "too many checksum errors");
+}
+
 int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
 {
     struct vp_member *mb = &p->m[m];
@@ -76,7 +87,10 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
             if (atomic_fetch_add(&mb->rd_err, 1) + 1 >= VP_READ_ERR_LIMIT) vp_member_fault(p, m, strerror(e));
             return -EIO;
         }
-        if (r == 0) { memset(b, 0, len); break; }  /* short file: past EOF reads zeros */
+        if (r == 0) {   /* the file shrank under us (members are never shorter than the pool needs) */
+            if (atomic_fetch_add(&mb->rd_err, 1) + 1 >= VP_READ_ERR_LIMIT) vp_member_fault(p, m, "read past the end");
+            return -EIO;
+        }
         b += r; off += r; len -= r;
     }
     return 0;
@@ -190,7 +204,7 @@ static uint64_t label_csum(const struct vp_label *l)
 {
     struct vp_label c = *l;
     c.csum = 0;
-    return XXH3_64bits(&c, sizeof c);
+    return XXH3_64bits(&c, l->hdr_size == VP_LABEL_SIZE_V1 ? VP_LABEL_SIZE_V1 : sizeof c);
 }
 
 int vp_read_label(int fd, uint64_t off, struct vp_label *l)
@@ -200,7 +214,9 @@ int vp_read_label(int fd, uint64_t off, struct vp_label *l)
     if (r != (ssize_t)sizeof buf) return -EIO;
     memcpy(l, buf, sizeof *l);
     if (l->magic != VP_LABEL_MAGIC) return -ENOENT;
-    if (l->version != VP_LABEL_VERSION || l->hdr_size != sizeof *l) return -EPROTO;
+    if (l->version != VP_LABEL_VERSION || (l->hdr_size != sizeof *l && l->hdr_size != VP_LABEL_SIZE_V1))
+        return -EPROTO;
+    if (l->hdr_size != sizeof *l) memset(l->errs, 0, sizeof l->errs);
     if (label_csum(l) != l->csum) return -EBADMSG;
     if (l->nmembers < 1 || l->nmembers > VP_MAXM || l->member_idx >= l->nmembers || l->layout > VPOOL_RAIDZ1)
         return -EBADMSG;
@@ -224,6 +240,9 @@ static void label_fill(struct vpool *p, int m, struct vp_label *l)
     for (int i = 0; i < p->n; i++) {
         memcpy(l->guids[i], p->m[i].guid, 16);
         l->mstate[i] = (uint8_t)atomic_load(&p->m[i].state);
+        l->errs[i][0] = atomic_load(&p->m[i].rd_err);
+        l->errs[i][1] = atomic_load(&p->m[i].wr_err);
+        l->errs[i][2] = atomic_load(&p->m[i].ck_err);
     }
     l->gen = p->gen;
     l->ckpt_seq = p->seq;

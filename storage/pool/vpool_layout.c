@@ -63,7 +63,7 @@ static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
                 good = true;
             } else {
                 bad |= 1u << m;
-                if (read_ok) atomic_fetch_add(&p->m[m].ck_err, 1);
+                if (read_ok) vp_member_ck_err(p, m);
             }
         }
         if (good) {
@@ -80,7 +80,7 @@ static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
             bool read_ok = vp_mread(p, dm, buf, VP_SECTOR, off) == 0;
             if (read_ok && sect_ok(cs, buf)) { free(tmp); return 0; }
             dm_bad = vp_readable(p, dm);       /* still usable: rewrite it once rebuilt */
-            if (read_ok) atomic_fetch_add(&p->m[dm].ck_err, 1);
+            if (read_ok) vp_member_ck_err(p, dm);
         }
         if (p->layout == VPOOL_RAIDZ1) {
             memset(buf, 0, VP_SECTOR);
@@ -490,7 +490,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
             }
             for (int m = 0; m < n; m++) {
                 if (!(bad & (1u << m))) continue;
-                atomic_fetch_add(&p->m[m].ck_err, 1);
+                vp_member_ck_err(p, m);
                 if (good >= 0 && vp_mwrite(p, m, buf[good] + w * VP_SECTOR, VP_SECTOR, woff) == 0) (*rep)++;
                 else if (good < 0) { (*unrep)++; break; }
             }
@@ -505,7 +505,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
             if (!has_data(cs) || !rd[m]) continue;
             if (!sect_ok(cs, buf[m] + w * VP_SECTOR)) {
                 bad_col = c; nbad++;
-                atomic_fetch_add(&p->m[m].ck_err, 1);
+                vp_member_ck_err(p, m);
             }
         }
         if (p->layout == VPOOL_STRIPE) { *unrep += nbad; continue; }
@@ -530,7 +530,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
         if (xor_check(n, VP_SECTOR, vec)) {
             memset(tmp, 0, VP_SECTOR);
             for (int m = 0; m < n; m++) if (m != pm) xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
-            atomic_fetch_add(&p->m[pm].ck_err, 1);
+            vp_member_ck_err(p, pm);
             if (vp_mwrite(p, pm, tmp, VP_SECTOR, woff) == 0) (*rep)++;
             else (*unrep)++;
         }

@@ -24,7 +24,7 @@ function summary(p) {
 }
 
 // Scrub and resilver: a progress bar each and what the last run found.
-function maintenance(p, startScrub) {
+function maintenance(p, startScrub, clearErrors) {
   const sc = p.scrub || {};
   const rs = p.resilver || {};
   const busy = sc.running || rs.running;
@@ -48,7 +48,9 @@ function maintenance(p, startScrub) {
       progressBar(rs.running ? rs.progress : (p.members || []).some((m) => m.state !== 'ONLINE') ? 0 : 1, 'resilver-progress')),
     h('div', { class: 'actions' },
       button('Start scrub', { class: 'btn primary', id: 'pool-scrub', disabled: busy, onclick: startScrub }),
-      h('span', { class: 'hint muted' }, 'reads every block, checks it and repairs it from redundancy')));
+      h('span', { class: 'hint muted' }, 'reads every block, checks it and repairs it from redundancy'),
+      button('Clear errors', { class: 'btn', id: 'pool-clear', 'data-testid': 'pool-clear', disabled: busy, onclick: clearErrors }),
+      h('span', { class: 'hint muted' }, 'resets the error counters; a FAULTED member is resilvered back online')));
 }
 
 function membersTable(p, refresh, pickForReplace) {
@@ -137,7 +139,7 @@ export async function mount(root, name) {
       down.length && !p.error ? h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'pool-notice' },
         `${down.map((m) => `member ${m.index} is ${m.state}`).join(', ')}: ${p.state === 'DEGRADED'
           ? 'the pool runs without full redundancy. Bring it online or replace it.' : 'see the member list below.'}`) : null);
-    fill(maintBox, maintenance(p, startScrub));
+    fill(maintBox, maintenance(p, startScrub, clearErrors));
     fill(membersBox, membersTable(p, refresh, pickForReplace));
     // rebuild the replace form only when the member list changed, so typing is not lost while polling
     const sig = (p.members || []).map((m) => `${m.path}:${m.state}`).join('|');
@@ -152,6 +154,9 @@ export async function mount(root, name) {
   }
   async function startScrub() {
     await action(() => post(`pools/${key(name)}/scrub`), { ok: `scrub of ${name} started`, refresh });
+  }
+  async function clearErrors() {
+    await action(() => post(`pools/${key(name)}/clear`), { ok: `errors of ${name} cleared`, refresh });
   }
 
   fill(root, head, h('h1', {}, `Pool ${name}`),
