@@ -1,12 +1,17 @@
 # nasd — see README.md. `make run` and `make test` are the two entry points.
 CC      ?= gcc
-PKGS    := libmicrohttpd jansson sqlite3 libiscsi libnfs
+PKGS    := libmicrohttpd jansson sqlite3 libiscsi libnfs blkid
 B       := build
 CFLAGS  ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation \
            -pthread -I. -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lisal -lxxhash -llz4 -lnettle -lext2fs -lcom_err -lm -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+ifneq ($(filter all,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(shell pkg-config --exists $(PKGS) check 2>/dev/null && echo ok),ok)
+$(warning pkg-config does not know all of: $(PKGS) check. Run scripts/deps.sh first (make run/test/bench do).)
+endif
+endif
 
 # Every .c under these folders goes into libnasd.a; nasd/main.c is the daemon entry.
 # COMPONENTS can be narrowed while one part is developed alone (with its own B=build-x).
@@ -19,11 +24,18 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*
 TOOL_BINS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(wildcard tests/tools/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all deps run test unit integration bench clean
+.PHONY: all deps build run test unit integration bench clean
 all: $(B)/nasd $(TOOL_BINS) $(BENCH_BINS)
 
+# pkg-config above runs when make parses this file, so on a fresh machine (no -dev packages yet)
+# PKGS/CHECK_LIBS come out empty. The entry points therefore install the packages first and build
+# in a second make, which parses the Makefile again with the packages present.
+DEPS ?= scripts/deps.sh
 deps:
-	@scripts/deps.sh
+	@$(DEPS)
+
+build: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BINS)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -48,10 +60,10 @@ $(B)/bench/%: bench/%.c $(B)/libnasd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libnasd.a $(LDLIBS)
 
-run: deps all
+run: build
 	scripts/run-demo.sh
 
-test: deps all $(UNIT_BINS)
+test: build
 	@scripts/run-tests.sh $(UNIT_BINS)
 
 unit: all $(UNIT_BINS)
@@ -63,7 +75,7 @@ integration: all
 # Benchmarks are not tests; each protocol adds its bench-* target in mk/*.mk.
 BENCHES :=
 -include $(wildcard mk/*.mk)
-bench: deps all
+bench: build
 	@scripts/deps.sh tgt nfs-ganesha nfs-ganesha-vfs rpcbind
 	@$(MAKE) --no-print-directory $(BENCHES)
 

@@ -19,6 +19,7 @@ struct api_reply {
     json_t *json;              /* JSON body (owned) */
     char *text;                /* or a text body (malloc'd), with content_type */
     const char *content_type;
+    char allow[48];            /* methods for an Allow header (405, OPTIONS), or "" */
 };
 
 /* A collection under /api/v1/. Handlers return nothing; they fill the reply. A NULL
@@ -36,6 +37,10 @@ struct api_resource {
 
 extern const struct api_resource api_pools, api_datasets, api_volumes, api_iscsi_exports,
     api_nfs_exports, api_system, api_tokens;
+/* iSCSI discovery CHAP settings (api/exports_iscsi.c) for /system/settings: adds the
+ * fields to a GET answer; applies a PATCH's fields (0, or -1 with the error in r). */
+void api_iscsi_discovery_json(struct appliance *a, json_t *out);
+int api_iscsi_discovery_patch(struct api_call *c, struct api_reply *r);
 
 /* Register an extra collection (stats, jobs) before http_start. */
 void api_register(const struct api_resource *res);

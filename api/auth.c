@@ -71,7 +71,9 @@ static void create(struct api_call *c, struct api_reply *r)
     char tok[API_TOKEN_HEX + 1];
     int64_t id = auth_token_create(&c->app->db, desc, tok);
     if (id < 0) { api_error(r, 500, "internal", "cannot create a token"); return; }
-    log_info("API token %lld created (%s)", (long long)id, desc);
+    char edesc[NASD_LOG_ESC_SIZE(128)];
+    nasd_log_escape(desc, strlen(desc), edesc, sizeof edesc);
+    log_info("API token %lld created (%s)", (long long)id, edesc);
     api_ok(r, 201, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)id, "description", desc, "token", tok));
 }
 

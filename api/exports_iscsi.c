@@ -86,23 +86,61 @@ static int write_luns(struct api_call *c, struct api_reply *r, int64_t id, json_
     return 0;
 }
 
-static int chap_fields(struct api_call *c, struct api_reply *r, const char **cu, const char **cs, const char **mu,
-                       const char **ms)
+static int chap_check(struct api_reply *r, const char *cu, const char *cs, const char *mu, const char *ms)
 {
     char err[256];
-    if (api_get_str(c, r, "chap_user", 0, cu) || api_get_str(c, r, "chap_secret", 0, cs) ||
-        api_get_str(c, r, "mutual_user", 0, mu) || api_get_str(c, r, "mutual_secret", 0, ms))
-        return -1;
-    if (valid_chap(*cu, *cs, err, sizeof err) || valid_chap(*mu, *ms, err, sizeof err)) {
+    if (valid_chap(cu, cs, err, sizeof err) || valid_chap(mu, ms, err, sizeof err)) {
         api_error(r, 400, "invalid_field", "%s", err);
         return -1;
     }
-    if (**mu && !**cu) { api_error(r, 400, "invalid_field", "mutual CHAP needs one-way CHAP too"); return -1; }
-    if (**cs && **ms && !strcmp(*cs, *ms)) {
+    if (*mu && !*cu) { api_error(r, 400, "invalid_field", "mutual CHAP needs one-way CHAP too"); return -1; }
+    if (*cs && *ms && !strcmp(cs, ms)) {
         api_error(r, 400, "invalid_field", "mutual secret must differ from the target's CHAP secret");
         return -1;
     }
     return 0;
+}
+
+static int chap_fields(struct api_call *c, struct api_reply *r, const char **cu, const char **cs, const char **mu,
+                       const char **ms)
+{
+    if (api_get_str(c, r, "chap_user", 0, cu) || api_get_str(c, r, "chap_secret", 0, cs) ||
+        api_get_str(c, r, "mutual_user", 0, mu) || api_get_str(c, r, "mutual_secret", 0, ms))
+        return -1;
+    return chap_check(r, *cu, *cs, *mu, *ms);
+}
+
+/* iSCSI discovery CHAP in /system/settings: users shown, secrets never. */
+void api_iscsi_discovery_json(struct appliance *a, json_t *out)
+{
+    char *u = db_setting_get(&a->db, "iscsi_discovery_chap_user"), *m = db_setting_get(&a->db, "iscsi_discovery_mutual_user");
+    json_object_set_new(out, "iscsi_discovery_auth", json_string(u && *u ? (m && *m ? "mutual" : "chap") : "none"));
+    json_object_set_new(out, "iscsi_discovery_chap_user", json_string(u ? u : ""));
+    json_object_set_new(out, "iscsi_discovery_mutual_user", json_string(m ? m : ""));
+    free(u);
+    free(m);
+}
+
+int api_iscsi_discovery_patch(struct api_call *c, struct api_reply *r)
+{
+    static const char *const keys[4] = { "iscsi_discovery_chap_user", "iscsi_discovery_chap_secret",
+                                         "iscsi_discovery_mutual_user", "iscsi_discovery_mutual_secret" };
+    int any = 0;
+    for (int i = 0; i < 4; i++) any |= json_object_get(c->body, keys[i]) != NULL;
+    if (!any) return 0;
+    char *cur[4];
+    const char *v[4];
+    for (int i = 0; i < 4; i++) { cur[i] = db_setting_get(&c->app->db, keys[i]); v[i] = cur[i] ? cur[i] : ""; }
+    int rc = -1;
+    for (int i = 0; i < 4; i++) if (api_get_str(c, r, keys[i], 0, &v[i])) goto out;
+    if (!*v[0] && !*v[2]) v[1] = v[3] = "";                 /* clearing the users clears the secrets */
+    if (chap_check(r, v[0], v[1], v[2], v[3])) goto out;
+    for (int i = 0; i < 4; i++) db_setting_set(&c->app->db, keys[i], v[i]);
+    appliance_apply_discovery_auth(c->app);
+    rc = 0;
+out:
+    for (int i = 0; i < 4; i++) free(cur[i]);
+    return rc;
 }
 
 static void create(struct api_call *c, struct api_reply *r)

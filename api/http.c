@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "api/api.h"
 #include "api/auth.h"
+#include "api/http_guard.h"
 #include "util/log.h"
 #include "util/net.h"
 #include <arpa/inet.h>
@@ -9,54 +10,91 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 struct http_server {
     struct MHD_Daemon *d;
     struct appliance *app;
+    struct http_guard *guard;
+    int loopback;              /* bound to a loopback address: only loopback Host names */
 };
+
+/* Per IP: a browser opens about 6; the rest of the 256 stay for other clients. */
+#define HTTP_MAX_CONNS 256
+#define HTTP_MAX_CONNS_PER_IP 32
+#define HTTP_IDLE_TIMEOUT_S 30
 
 struct req {
     char *body;
     size_t len;
     int too_big;
+    int answered;              /* refused from the headers alone */
 };
 
 static http_text_fn metrics_fn;
 void http_set_metrics(http_text_fn fn) { metrics_fn = fn; }
 
-static int queue(struct MHD_Connection *conn, int status, const char *ctype, char *data, size_t len)
+/* On every response. Styles may be inline (the UI sets style attributes) and images data:
+ * URLs (its empty favicon), scripts only from here. */
+static void common_headers(struct MHD_Response *resp)
+{
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    MHD_add_response_header(resp, "Content-Security-Policy",
+                            "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; "
+                            "base-uri 'none'; form-action 'self'");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+}
+
+static int queue_allow(struct MHD_Connection *conn, int status, const char *ctype, char *data, size_t len,
+                       const char *allow)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(resp, "Content-Type", ctype);
+    if (ctype) MHD_add_response_header(resp, "Content-Type", ctype);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (allow && *allow) MHD_add_response_header(resp, "Allow", allow);
+    if (status == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"nasd\"");
+    common_headers(resp);
     int rc = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
     return rc;
 }
 
-static int queue_json(struct MHD_Connection *conn, int status, json_t *j)
+static int queue(struct MHD_Connection *conn, int status, const char *ctype, char *data, size_t len)
 {
-    char *s = j ? json_dumps(j, JSON_COMPACT) : strdup("");
+    return queue_allow(conn, status, ctype, data, len, NULL);
+}
+
+static int queue_json_allow(struct MHD_Connection *conn, int status, json_t *j, const char *allow)
+{
+    if (!j) return queue_allow(conn, status, NULL, strdup(""), 0, allow); /* 204 and friends */
+    char *s = json_dumps(j, JSON_COMPACT);
     size_t n = strlen(s);
     char *withnl = realloc(s, n + 2);
     withnl[n] = '\n';
     withnl[n + 1] = 0;
-    return queue(conn, status, "application/json", withnl, n + 1);
+    return queue_allow(conn, status, "application/json", withnl, n + 1, allow);
+}
+
+static int queue_error_allow(struct MHD_Connection *conn, int status, const char *code, const char *msg,
+                             const char *allow)
+{
+    struct api_reply r = { 0 };
+    api_error(&r, status, code, "%s", msg);
+    int rc = queue_json_allow(conn, r.status, r.json, allow);
+    json_decref(r.json);
+    return rc;
 }
 
 static int queue_error(struct MHD_Connection *conn, int status, const char *code, const char *msg)
 {
-    struct api_reply r = { 0 };
-    api_error(&r, status, code, "%s", msg);
-    int rc = queue_json(conn, r.status, r.json);
-    json_decref(r.json);
-    return rc;
+    return queue_error_allow(conn, status, code, msg, NULL);
 }
 
 static const char *query_arg(void *conn, const char *name)
@@ -95,6 +133,7 @@ static int serve_static(struct http_server *h, struct MHD_Connection *conn, cons
     struct MHD_Response *resp = MHD_create_response_from_fd(st.st_size, fd);
     MHD_add_response_header(resp, "Content-Type", mime_of(path));
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    common_headers(resp);
     int rc = MHD_queue_response(conn, 200, resp);
     MHD_destroy_response(resp);
     return rc;
@@ -103,7 +142,9 @@ static int serve_static(struct http_server *h, struct MHD_Connection *conn, cons
 static int handle_api(struct http_server *h, struct MHD_Connection *conn, const char *method,
                       const char *path, struct req *rq)
 {
-    struct api_call c = { .app = h->app, .method = method, .query = query_arg, .conn = conn };
+    /* HEAD is GET without the body (libmicrohttpd drops it) */
+    struct api_call c = { .app = h->app, .method = strcmp(method, "HEAD") ? method : "GET", .query = query_arg,
+                          .conn = conn };
     struct api_reply r = { 0 };
     if (rq->len) {
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
@@ -122,12 +163,78 @@ static int handle_api(struct http_server *h, struct MHD_Connection *conn, const 
     api_dispatch(&c, path, &r);
     json_decref(c.body);
     int rc;
-    if (r.text) rc = queue(conn, r.status, r.content_type ? r.content_type : "text/plain", r.text, strlen(r.text));
-    else rc = queue_json(conn, r.status, r.json);
+    if (r.text) rc = queue_allow(conn, r.status, r.content_type ? r.content_type : "text/plain", r.text,
+                                 strlen(r.text), r.allow);
+    else rc = queue_json_allow(conn, r.status, r.json, r.allow);
     json_decref(r.json);
-    if (r.status >= 500) log_warn("%s /api/v1/%s -> %d", method, path, r.status);
-    else log_debug("%s /api/v1/%s -> %d", method, path, r.status);
+    char epath[NASD_LOG_ESC_SIZE(128)];
+    nasd_log_escape(path, strnlen(path, 128), epath, sizeof epath);
+    if (r.status >= 500) log_warn("%s /api/v1/%s -> %d", method, epath, r.status);
+    else log_debug("%s /api/v1/%s -> %d", method, epath, r.status);
     return rc;
+}
+
+/* Host names a loopback-bound server answers to: a page on another name that resolves
+ * to 127.0.0.1 (DNS rebinding) gets 403. */
+static int loopback_host(const char *host)
+{
+    char name[256];
+    if (!host) return 1;                 /* HTTP/1.0 without Host: not a browser */
+    if (host[0] == '[') {
+        const char *end = strchr(host, ']');
+        if (!end) return 0;
+        snprintf(name, sizeof name, "%.*s", (int)(end - host - 1), host + 1);
+        return !strcmp(name, "::1") && (!end[1] || end[1] == ':');
+    }
+    snprintf(name, sizeof name, "%s", host);
+    char *colon = strchr(name, ':');
+    if (colon) *colon = 0;
+    if (!strcasecmp(name, "localhost")) return 1;
+    struct in_addr a;
+    return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+static int state_changing(const char *method)
+{
+    return strcmp(method, "GET") && strcmp(method, "HEAD") && strcmp(method, "OPTIONS");
+}
+
+/* A browser's Origin on a state-changing request must be this server (scheme://Host). */
+static int origin_ok(struct MHD_Connection *conn)
+{
+    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+    if (!origin) return 1;
+    const char *sep = strstr(origin, "://");
+    return host && sep && !strcasecmp(sep + 3, host);
+}
+
+/* Checks made once the headers are in, before any body byte is read: the answer to a
+ * request that fails them costs no body upload. Returns -1 if none applies. */
+static int early_checks(struct http_server *h, struct MHD_Connection *conn, const char *url, const char *method)
+{
+    int api = !strncmp(url, "/api/", 5), metrics = !strcmp(url, "/metrics");
+    if (h->loopback && !loopback_host(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host")))
+        return queue_error(conn, 403, "forbidden_host", "this server answers only to loopback host names");
+    if (!strcmp(method, "OPTIONS") && !api)
+        return queue_allow(conn, 204, NULL, strdup(""), 0, "GET, HEAD, OPTIONS");
+    if (h->app->cfg.auth && (api || metrics) && strcmp(method, "OPTIONS") &&
+        !auth_check_header(&h->app->db, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization")))
+        return queue_error(conn, 401, "unauthorized", "an API token is required: Authorization: Bearer <token>");
+    if (state_changing(method) && !origin_ok(conn))
+        return queue_error(conn, 403, "forbidden_origin", "cross-origin request refused");
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > h->app->cfg.max_body)
+        return queue_error(conn, 413, "body_too_large", "request body exceeds the limit");
+    if (api && (!strcmp(method, "POST") || !strcmp(method, "PATCH"))) {
+        /* a plain HTML form cannot send either: no cross-site POST, even with an empty body */
+        const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+        int json = ct && !strncasecmp(ct, "application/json", 16);
+        if (!json && !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Requested-With"))
+            return queue_error(conn, 415, "unsupported_media_type",
+                               "request must be Content-Type: application/json (or carry X-Requested-With)");
+    }
+    return -1;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -139,8 +246,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO;
         *ptr = rq;
+        http_guard_headers_done(conn);
+        int rc = early_checks(h, conn, url, method);
+        if (rc >= 0) { rq->answered = 1; return rc; }
         return MHD_YES;
     }
+    if (rq->answered) { *upload_size = 0; return MHD_YES; } /* rest of a refused body: dropped */
     if (*upload_size) {
         if (rq->len + *upload_size > h->app->cfg.max_body) {
             rq->too_big = 1;
@@ -154,25 +265,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_size = 0;
         return MHD_YES;
     }
+    http_guard_body_done(conn);
     if (rq->too_big) return queue_error(conn, 413, "body_too_large", "request body exceeds the limit");
-    if (h->app->cfg.auth && (!strncmp(url, "/api/", 5) || !strcmp(url, "/metrics")) &&
-        !auth_check_header(&h->app->db, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"))) {
-        struct api_reply r = { 0 };
-        api_error(&r, 401, "unauthorized", "an API token is required: Authorization: Bearer <token>");
-        char *s = json_dumps(r.json, JSON_COMPACT);
-        json_decref(r.json);
-        struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
-        MHD_add_response_header(resp, "Content-Type", "application/json");
-        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"nasd\"");
-        int rc = MHD_queue_response(conn, 401, resp);
-        MHD_destroy_response(resp);
-        return rc;
-    }
     if (!strncmp(url, "/api/v1/", 8)) return handle_api(h, conn, method, url + 8, rq);
     if (!strcmp(url, "/api/v1") || !strncmp(url, "/api/", 5))
         return queue_error(conn, 404, "not_found", "API lives under /api/v1/");
     if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-        return queue_error(conn, 405, "method_not_allowed", "only GET here");
+        return queue_error_allow(conn, 405, "method_not_allowed", "only GET here", "GET, HEAD, OPTIONS");
     if (!strcmp(url, "/metrics")) {
         if (!metrics_fn) return queue_error(conn, 404, "not_found", "metrics not enabled");
         const char *ct = "text/plain; version=0.0.4";
@@ -187,6 +286,23 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ptr, enu
     struct req *rq = *ptr;
     if (rq) { free(rq->body); free(rq); }
     *ptr = NULL;
+    http_guard_request_done(conn);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n') msg[--n] = 0;
+    log_warn("http: %s", msg); /* rate-limited like every log line: EMFILE cannot flood */
+}
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+    return 0;
 }
 
 struct http_server *http_start(struct appliance *a, char *err, size_t errlen)
@@ -197,17 +313,24 @@ struct http_server *http_start(struct appliance *a, char *err, size_t errlen)
     if (a->cfg.listen[0] == ':' || nasd_parse_hostport(a->cfg.listen, &ss, &sl)) { snprintf(err, errlen, "listen: expected host:port, got %s", a->cfg.listen); return NULL; }
     struct http_server *h = calloc(1, sizeof *h);
     h->app = a;
+    h->loopback = is_loopback(&ss);
+    h->guard = http_guard_start();
+    if (!h->guard) { snprintf(err, errlen, "cannot start the HTTP watchdog"); free(h); return NULL; }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     /* One polling thread: handlers serialise on the DB and the appliance anyway. */
     /* sin_port and sin6_port share their offset */
     h->d = MHD_start_daemon(flags, ntohs(((struct sockaddr_in *)&ss)->sin_port), NULL, NULL, on_request, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, or MHD logs before it */
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_CONNECTION_LIMIT, 256u,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, h->guard,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS_PER_IP,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
     if (!h->d) {
         snprintf(err, errlen, "cannot listen on %s: %s", a->cfg.listen, strerror(errno));
+        http_guard_stop(h->guard);
         free(h);
         return NULL;
     }
@@ -218,5 +341,6 @@ void http_stop(struct http_server *h)
 {
     if (!h) return;
     MHD_stop_daemon(h->d);
+    http_guard_stop(h->guard);
     free(h);
 }

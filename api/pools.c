@@ -1,10 +1,12 @@
 /* /api/v1/pools */
 #include "api/api.h"
 #include "api/validate.h"
+#include "storage/manager/member_probe.h"
 #include "util/log.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static json_t *pool_json(struct appliance *a, json_t *row)
@@ -123,13 +125,54 @@ static int record_pool(struct appliance *a, const char *name, const char *layout
     return rc;
 }
 
+/* Refuses (409, with what was found) to overwrite existing content on the given paths
+ * unless force; with force, wipes signatures and old nasd labels first. Members of a
+ * pool that is open here or by a live nasd are refused even with force. 0: go on. */
+static int check_existing(struct appliance *a, const char *const *paths, int n, int force, struct api_reply *r)
+{
+    json_t *found = json_array();
+    int worst = MEMBER_FREE;
+    for (int i = 0; i < n; i++) {
+        int v = member_probe(a->storage, paths[i], found);
+        if (v > worst) worst = v;
+    }
+    if (worst == MEMBER_FREE || (worst == MEMBER_HAS_DATA && force)) {
+        for (int i = 0; worst == MEMBER_HAS_DATA && i < n; i++) {
+            int rc = member_wipe(paths[i]);
+            if (rc) {
+                api_error(r, 500, "internal", "cannot wipe %s: %s", paths[i], strerror(-rc));
+                json_decref(found);
+                return -1;
+            }
+            log_warn("%s: existing content overwritten (force)", paths[i]);
+        }
+        json_decref(found);
+        return 0;
+    }
+    size_t i;
+    json_t *f;
+    char msg[1024] = "";
+    json_array_foreach(found, i, f)
+        snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%s%s: %s", i ? "; " : "",
+                 json_string_value(json_object_get(f, "path")), json_string_value(json_object_get(f, "what")));
+    if (worst == MEMBER_LIVE) api_error(r, 409, "in_use", "%s", msg);
+    else if (worst == MEMBER_UNUSABLE) api_error(r, 400, "invalid", "%s", msg);
+    else api_error(r, 409, "existing_data", "existing content would be destroyed: %s; repeat with \"force\": true "
+                   "to overwrite it", msg);
+    json_object_set_new(r->json, "found", found);
+    json_object_set_new(r->json, "force_required", json_boolean(worst == MEMBER_HAS_DATA));
+    return -1;
+}
+
 void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
 {
-    static const char *const allowed[] = { "name", "layout", "members", "comment", NULL };
+    static const char *const allowed[] = { "name", "layout", "members", "comment", "force", NULL };
     struct api_call c = { .app = a, .body = body };
     const char *name = NULL, *layout = "stripe", *comment = "";
+    int force = 0;
     if (api_body_object(&c, r, allowed) || api_get_name(&c, r, "name", 1, &name) ||
-        api_get_str(&c, r, "layout", 0, &layout) || api_get_str(&c, r, "comment", 0, &comment))
+        api_get_str(&c, r, "layout", 0, &layout) || api_get_str(&c, r, "comment", 0, &comment) ||
+        api_get_bool(&c, r, "force", &force))
         return;
     if (strcmp(layout, "stripe") && strcmp(layout, "mirror") && strcmp(layout, "raidz1")) {
         api_error(r, 400, "invalid_field", "layout must be stripe, mirror or raidz1");
@@ -148,6 +191,11 @@ void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
             return;
         }
     }
+    const char *existing[16];
+    int nexisting = 0;
+    for (int i = 0; i < n; i++)
+        if (!m[i].create) existing[nexisting++] = m[i].path;
+    if (check_existing(a, existing, nexisting, force, r)) return;
     char err[512];
     int rc = storage_pool_create(a->storage, name, layout, m, n, err, sizeof err);
     if (rc) { api_errno(r, rc, err); return; }
@@ -185,11 +233,14 @@ static void del(struct api_call *c, struct api_reply *r)
     char name[128], err[512];
     snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
     json_decref(row);
+    /* storage first: config is only changed once the pool is really closed and wiped */
+    int rc = storage_pool_destroy(c->app->storage, name, err, sizeof err);
+    if (rc && rc != -ENOENT) { api_errno(r, rc == -EBUSY ? rc : -EIO, err); return; }
     if (db_exec(&c->app->db, NULL, "DELETE FROM pools WHERE id=?", "i", id)) {
-        api_error(r, 500, "db", "%s", db_errmsg(&c->app->db));
+        log_err("pool %s destroyed but still in config: %s", name, db_errmsg(&c->app->db));
+        api_error(r, 500, "db", "pool destroyed, but removing it from the config failed: %s", db_errmsg(&c->app->db));
         return;
     }
-    storage_pool_destroy(c->app->storage, name, err, sizeof err);
     log_info("pool %s destroyed", name);
     api_ok(r, 204, NULL);
 }
@@ -197,11 +248,14 @@ static void del(struct api_call *c, struct api_reply *r)
 /* POST /pools/{name}/import {"members":["/path",...]}: adopt a pool from its disks. */
 static void import_pool(struct api_call *c, struct api_reply *r)
 {
-    static const char *const allowed[] = { "members", "comment", NULL };
+    static const char *const allowed[] = { "members", "comment", "force", NULL };
     const char *comment = "";
+    int force = 0;
     char err[512];
     if (valid_name(c->key, err, sizeof err)) { api_error(r, 400, "invalid_field", "name: %s", err); return; }
-    if (api_body_object(c, r, allowed) || api_get_str(c, r, "comment", 0, &comment)) return;
+    if (api_body_object(c, r, allowed) || api_get_str(c, r, "comment", 0, &comment) ||
+        api_get_bool(c, r, "force", &force))
+        return;
     struct appliance *a = c->app;
     struct storage_member m[16];
     int n = parse_members(json_object_get(c->body, "members"), m, 16, r);
@@ -218,8 +272,8 @@ static void import_pool(struct api_call *c, struct api_reply *r)
             return;
         }
     }
-    int rc = storage_pool_import(a->storage, c->key, paths, n, &layout, err, sizeof err);
-    if (rc) { api_errno(r, rc == -ENOENT ? -ENOENT : -EINVAL, err); return; }
+    int rc = storage_pool_import_force(a->storage, c->key, paths, n, force, &layout, err, sizeof err);
+    if (rc) { api_errno(r, rc == -ENOENT || rc == -EBUSY ? rc : -EINVAL, err); return; }
     int64_t id;
     if (record_pool(a, c->key, layout, comment, &id)) {
         api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
@@ -270,13 +324,14 @@ static void action(struct api_call *c, struct api_reply *r)
         return;
     }
     if (strcmp(c->method, "POST")) { api_error(r, 405, "method_not_allowed", "use POST"); return; }
-    static const char *const allowed[] = { "member", "path", "size", "create", NULL };
+    static const char *const allowed[] = { "member", "path", "size", "create", "force", NULL };
     int64_t idx = -1;
     const char *path = NULL;
     uint64_t size = 0;
-    int create = 0;
+    int create = 0, force = 0;
     if (api_body_object(c, r, allowed) || api_get_int(c, r, "member", 0, 15, &idx) ||
-        api_get_str(c, r, "path", 0, &path) || api_get_size(c, r, "size", 0, &size) || api_get_bool(c, r, "create", &create))
+        api_get_str(c, r, "path", 0, &path) || api_get_size(c, r, "size", 0, &size) ||
+        api_get_bool(c, r, "create", &create) || api_get_bool(c, r, "force", &force))
         return;
     if (idx < 0) { api_error(r, 400, "missing_field", "field \"member\" (member index) is required"); return; }
     if (!strcmp(c->action, "replace")) {
@@ -289,6 +344,8 @@ static void action(struct api_call *c, struct api_reply *r)
             api_error(r, 409, "in_use", "%s is already a pool member", path);
             return;
         }
+        struct stat sb;
+        if (!create && stat(path, &sb) == 0 && check_existing(a, &path, 1, force, r)) return;
     }
     rc = storage_pool_member(a->storage, name, c->action, (int)idx, path, create ? size : 0, err, sizeof err);
     if (rc) { api_errno(r, rc == -EBUSY ? -EBUSY : rc, err); return; }

@@ -208,6 +208,14 @@ void api_dispatch(struct api_call *c, const char *path, struct api_reply *r)
     }
     void (*h)(struct api_call *, struct api_reply *) = NULL;
     const char *m = c->method;
+    /* what this path offers, for Allow on 405 and OPTIONS */
+    int get, post = 0, patch = 0, del = 0; /* HEAD arrives here as GET (http.c) */
+    if (c->action) { get = !!res->action; post = !!res->action; }
+    else if (!c->key) { get = !!res->list; post = !!res->create; }
+    else { get = !!res->get; patch = !!res->patch; del = !!res->del; }
+    snprintf(r->allow, sizeof r->allow, "%s%s%s%sOPTIONS", get ? "GET, HEAD, " : "", post ? "POST, " : "",
+             patch ? "PATCH, " : "", del ? "DELETE, " : "");
+    if (!strcmp(m, "OPTIONS")) { api_ok(r, 204, NULL); return; }
     if (c->action) h = (!strcmp(m, "GET") || !strcmp(m, "POST")) ? res->action : NULL;
     else if (!c->key) h = !strcmp(m, "GET") ? res->list : !strcmp(m, "POST") ? res->create : NULL;
     else h = !strcmp(m, "GET") ? res->get : !strcmp(m, "PATCH") ? res->patch : !strcmp(m, "DELETE") ? res->del : NULL;

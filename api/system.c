@@ -33,30 +33,34 @@ static void info(struct api_call *c, struct api_reply *r)
     api_ok(r, 200, j);
 }
 
-static json_t *settings_json(void)
+static json_t *settings_json(struct appliance *a)
 {
-    return json_pack("{s:s}", "log_level", level_names[nasd_log_level]);
+    json_t *j = json_pack("{s:s}", "log_level", level_names[nasd_log_level]);
+    api_iscsi_discovery_json(a, j);
+    return j;
 }
 
 static void get(struct api_call *c, struct api_reply *r)
 {
     if (strcmp(c->key, "settings")) { api_error(r, 404, "not_found", "no such system resource"); return; }
-    api_ok(r, 200, settings_json());
+    api_ok(r, 200, settings_json(c->app));
 }
 
 static void patch(struct api_call *c, struct api_reply *r)
 {
-    static const char *const allowed[] = { "log_level", NULL };
+    static const char *const allowed[] = { "log_level", "iscsi_discovery_chap_user", "iscsi_discovery_chap_secret",
+                                           "iscsi_discovery_mutual_user", "iscsi_discovery_mutual_secret", NULL };
     const char *lvl = NULL;
     if (strcmp(c->key, "settings")) { api_error(r, 404, "not_found", "no such system resource"); return; }
     if (api_body_object(c, r, allowed) || api_get_str(c, r, "log_level", 0, &lvl)) return;
+    if (api_iscsi_discovery_patch(c, r)) return;
     if (lvl) {
         int l = nasd_log_level_parse(lvl);
         if (l < 0) { api_error(r, 400, "invalid_field", "log_level must be error, warn, info or debug"); return; }
         nasd_log_level = l;
         db_setting_set(&c->app->db, "log_level", lvl);
     }
-    api_ok(r, 200, settings_json());
+    api_ok(r, 200, settings_json(c->app));
 }
 
 const struct api_resource api_system = {

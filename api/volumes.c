@@ -125,11 +125,14 @@ static void del(struct api_call *c, struct api_reply *r)
     snprintf(pool, sizeof pool, "%s", json_string_value(json_object_get(row, "pool")));
     snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
     json_decref(row);
+    /* storage first: config is only changed once the storage is really gone */
+    int rc = storage_volume_destroy(a->storage, pool, name, err, sizeof err);
+    if (rc && rc != -ENOENT) { api_errno(r, rc == -EBUSY ? rc : -EIO, err); return; }
     if (db_exec(&a->db, NULL, "DELETE FROM volumes WHERE id=?", "i", id)) {
-        api_error(r, 500, "db", "%s", db_errmsg(&a->db));
+        log_err("volume %s/%s destroyed but still in config: %s", pool, name, db_errmsg(&a->db));
+        api_error(r, 500, "db", "volume destroyed, but removing it from the config failed: %s", db_errmsg(&a->db));
         return;
     }
-    if (storage_volume_destroy(a->storage, pool, name, err, sizeof err)) log_warn("%s", err);
     log_info("volume %s/%s destroyed", pool, name);
     api_ok(r, 204, NULL);
 }

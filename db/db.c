@@ -1,5 +1,9 @@
 /* SQLite connection, binding helpers and row -> JSON mapping. */
 #include "db/db.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +11,33 @@
 
 int db_migrate(nasd_db *db, char *err, size_t errlen);
 
+/* The DB holds CHAP secrets and token hashes: owner only. SQLite gives -wal and -shm the
+ * mode of the main file, so that file is created 0600 (or tightened) before SQLite opens
+ * it; any -wal/-shm left by an older nasd are tightened too. */
+static int db_file_private(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) { snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno)); return -1; }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (st.st_mode & 077) && fchmod(fd, st.st_mode & 0700) < 0) {
+        snprintf(err, errlen, "cannot make %s private: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    static const char *const sfx[] = { "-wal", "-shm", "-journal" };
+    for (int i = 0; i < 3; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        if (stat(p, &st) == 0 && (st.st_mode & 077)) (void)chmod(p, st.st_mode & 0700);
+    }
+    return 0;
+}
+
 int db_open(nasd_db *db, const char *path, char *err, size_t errlen)
 {
     db->h = NULL;
+    if (strcmp(path, ":memory:") && path[0] && db_file_private(path, err, errlen)) return -1;
     if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                         SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");

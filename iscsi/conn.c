@@ -49,6 +49,26 @@ static void local_addr(struct iscsi_conn *c)
     snprintf(c->local_addr, sizeof c->local_addr, "%s:%d", ip, port);
 }
 
+/* The initiator's address as 16 bytes (IPv4 mapped into IPv6) and as text. */
+static void peer_addr(struct iscsi_conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    memset(c->peer, 0, sizeof c->peer);
+    snprintf(c->peer_str, sizeof c->peer_str, "?");
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &sl)) return;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        c->peer[10] = c->peer[11] = 0xff;
+        memcpy(c->peer + 12, &a->sin_addr, 4);
+        inet_ntop(AF_INET, &a->sin_addr, c->peer_str, sizeof c->peer_str);
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        memcpy(c->peer, &a->sin6_addr, 16);
+        inet_ntop(AF_INET6, &a->sin6_addr, c->peer_str, sizeof c->peer_str);
+    }
+}
+
 void conn_new(struct net_thread *nt, int fd)
 {
     struct iscsi_conn *c = calloc(1, sizeof *c);
@@ -73,8 +93,12 @@ void conn_new(struct net_thread *nt, int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);   /* reap vanished initiators */
     local_addr(c);
+    peer_addr(c);
+    if (server_conn_admit(nt->srv, c)) { free(c->rx); free(c); close(fd); return; }
+    c->ev_mask = EPOLLIN;
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
     if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        server_conn_release(nt->srv, c);
         free(c->rx); free(c); close(fd); return;
     }
     c->next = nt->conns;
@@ -111,14 +135,60 @@ void conn_close(struct iscsi_conn *c)
     if (c->next) c->next->prev = c->prev;
     c->next = c->prev = NULL;
     server_session_unregister(c->nt->srv, c);
+    server_conn_release(c->nt->srv, c);
+    for (struct tx_buf *b = c->tx_head, *n; b; b = n) { n = b->next; tx_release(b); }
+    c->tx_head = c->tx_tail = NULL;
+    conn_queued_add(c, -(int64_t)c->tx_bytes);
+    c->tx_bytes = 0;
     task_free_all(c);
     if (c->tgt && !c->discovery)                     /* I_T nexus loss ends RESERVE(6) */
         for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
-    log_debug("iscsi: connection closed (%s)", c->initiator[0] ? c->initiator : "no login");
-    conn_put(c);
+    log_debug("iscsi: connection closed (%s)", c->initiator[0] ? c->ini_log : "no login");
+    c->next = c->nt->reap;                           /* the thread's reference, dropped later */
+    c->nt->reap = c;
+}
+
+void conn_reap(struct net_thread *nt)
+{
+    while (nt->reap) {
+        struct iscsi_conn *c = nt->reap;
+        nt->reap = c->next;
+        c->next = NULL;
+        conn_put(c);
+    }
 }
 
 /* ---- transmit ---- */
+
+void conn_queued_add(struct iscsi_conn *c, int64_t delta)
+{
+    atomic_fetch_add(&c->nt->srv->queued, (uint64_t)delta);
+}
+
+/* May the PDU at bhs be run now? Not when the connection's own output is over the
+ * bound, nor, while all connections together hold more than TX_GLOBAL, when it already
+ * has output pending or the PDU is a READ-type command with a large transfer: such a
+ * connection waits for the network thread's poll (net_thread.global_wait). */
+static bool tx_over(struct iscsi_conn *c, const uint8_t *bhs)
+{
+    uint64_t own = c->tx_bytes + c->din_pending;
+    if (own >= ISCSI_TX_HIGH) return true;
+    if (atomic_load(&c->nt->srv->queued) <= ISCSI_TX_GLOBAL) return false;
+    bool big = bhs_opcode(bhs) == OP_SCSI_CMD && (bhs[1] & CMD_R) && get_be32(bhs + 20) > ISCSI_TX_SHARE;
+    if (own <= ISCSI_TX_SHARE && !big) return false;
+    c->nt->global_wait = true;
+    return true;
+}
+
+static void update_events(struct iscsi_conn *c)
+{
+    if (c->dead) return;
+    uint32_t want = (c->rx_paused ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0);
+    if (want == c->ev_mask) return;
+    c->ev_mask = want;
+    struct epoll_event ev = { .events = want, .data.ptr = c };
+    epoll_ctl(c->nt->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
 
 struct tx_buf *tx_new(struct iscsi_conn *c, uint8_t opcode)
 {
@@ -161,6 +231,9 @@ void tx_queue(struct iscsi_conn *c, struct tx_buf *b)
     }
     if (c->tx_tail) c->tx_tail->next = b; else c->tx_head = b;
     c->tx_tail = b;
+    size_t tot = b->hlen + b->dlen + b->tlen;
+    c->tx_bytes += tot;
+    conn_queued_add(c, (int64_t)tot);
 }
 
 /* StatSN / ExpCmdSN / MaxCmdSN at bytes 24..35 of target PDUs. */
@@ -175,10 +248,8 @@ void conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance_statsn)
 
 static void set_epollout(struct iscsi_conn *c, bool on)
 {
-    if (c->want_out == on || c->dead) return;
     c->want_out = on;
-    struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c };
-    epoll_ctl(c->nt->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    update_events(c);
 }
 
 void conn_flush(struct iscsi_conn *c)
@@ -207,17 +278,20 @@ void conn_flush(struct iscsi_conn *c)
             conn_close(c);
             return;
         }
-        size_t done = (size_t)w + c->tx_off;
+        size_t done = (size_t)w + c->tx_off, freed = 0;
         while (c->tx_head) {
             struct tx_buf *b = c->tx_head;
             size_t tot = b->hlen + b->dlen + b->tlen;
             if (done < tot) break;
             done -= tot;
+            freed += tot;
             c->tx_head = b->next;
             if (!c->tx_head) c->tx_tail = NULL;
             tx_release(b);
         }
         c->tx_off = done;
+        c->tx_bytes -= freed;
+        conn_queued_add(c, -(int64_t)freed);
     }
     if (c->dead) return;
     set_epollout(c, false);
@@ -345,6 +419,7 @@ static int process_rx(struct iscsi_conn *c)
     int rc = 0;
     while (c->rx_len - off >= ISCSI_BHS_LEN && !c->dead) {
         uint8_t *bhs = c->rx + off;
+        if (tx_over(c, bhs)) { c->rx_paused = true; break; }     /* resumed by conn_resume_rx */
         uint32_t ahs = bhs_ahs_len(bhs), dl = bhs_data_len(bhs);
         bool hd = c->hdigest, dd = c->ddigest;
         if (dl > ISCSI_OUR_MRDSL) { log_debug("iscsi: data segment %u too long", dl); rc = -1; break; }
@@ -393,28 +468,53 @@ void conn_check_timeouts(struct net_thread *nt)
     }
 }
 
+/* Called after output shrank (a flush, a command back from a worker): reads the PDUs
+ * left in rx while paused once the connection is below the bound again. */
+void conn_resume_rx(struct iscsi_conn *c)
+{
+    while (!c->dead && c->rx_paused && c->tx_bytes + c->din_pending < ISCSI_TX_LOW) {
+        size_t before = c->rx_len;
+        c->rx_paused = false;
+        if (process_rx(c) < 0) { conn_flush(c); conn_close(c); return; }
+        conn_flush(c);
+        if (c->rx_len == before) break;            /* still blocked on the same PDU (global) */
+    }
+    update_events(c);
+}
+
+void conn_global_poll(struct net_thread *nt)
+{
+    if (!nt->global_wait || atomic_load(&nt->srv->queued) > ISCSI_TX_GLOBAL) return;
+    nt->global_wait = false;                       /* set again by whoever pauses */
+    for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->rx_paused) conn_resume_rx(c);      /* may close c only (freed after the batch) */
+    }
+}
+
 void conn_on_event(struct iscsi_conn *c, uint32_t events)
 {
+    /* Every step below may close c (a write error in conn_flush, a fatal PDU); the
+     * reference keeps it readable until the end of this function. */
+    atomic_fetch_add(&c->refs, 1);
     if (events & EPOLLOUT) conn_flush(c);
-    if (c->dead) return;
-    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-        if (c->rx_len == c->rx_cap) { conn_close(c); return; }
-        ssize_t n = read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    if (!c->dead && c->rx_paused) {
+        if (events & (EPOLLERR | EPOLLHUP)) conn_close(c);     /* peer gone while paused */
+    } else if (!c->dead && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
+        ssize_t n = c->rx_len == c->rx_cap ? -2 : read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
+        if (n == -2 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             conn_flush(c);
             conn_close(c);
-            return;
-        }
-        if (n > 0) {
+        } else if (n > 0) {
             c->rx_len += (size_t)n;
-            atomic_fetch_add(&c->refs, 1);                   /* dispatch may close c */
             if (process_rx(c) < 0) {
                 conn_flush(c);       /* e.g. a login reject that explains the drop */
                 conn_close(c);
             } else {
                 conn_flush(c);
             }
-            conn_put(c);
         }
     }
+    conn_resume_rx(c);
+    conn_put(c);
 }

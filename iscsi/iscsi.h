@@ -31,6 +31,10 @@ struct iscsi_server;
 /* portal: "host:port" ("0.0.0.0:3260", "127.0.0.1:13260", "[::1]:3260").
  * workers: backend I/O threads (0 = default). NULL on error with a message in err. */
 struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *err, size_t errlen);
+/* The same, bound but refusing connections until iscsi_server_listen: the daemon adds its
+ * targets first, so no initiator is ever told "target not found" during start-up. */
+struct iscsi_server *iscsi_server_start_held(const char *portal, int workers, char *err, size_t errlen);
+int iscsi_server_listen(struct iscsi_server *s, char *err, size_t errlen);
 /* Add a target, or replace the one with the same IQN (live: new logins see the new
  * config; existing sessions to a replaced target are dropped). 0 or -errno. */
 int iscsi_server_set_target(struct iscsi_server *s, const struct iscsi_target_cfg *cfg);
@@ -38,5 +42,20 @@ int iscsi_server_set_target(struct iscsi_server *s, const struct iscsi_target_cf
 int iscsi_server_remove_target(struct iscsi_server *s, const char *iqn);
 /* Stops listening, closes all sessions, waits for workers, frees everything. */
 void iscsi_server_stop(struct iscsi_server *s);
+/* CHAP credentials: empty user = none; empty muser = one-way only. */
+struct iscsi_chap { char user[64], secret[64], muser[64], msecret[64]; };
+/* Discovery (SendTargets) sessions. With a user set, CHAP with these credentials is
+ * required. Either way a discovery session may authenticate with CHAP using the
+ * credentials of a target; targets protected by CHAP are listed only to a discovery
+ * session that authenticated with the discovery credentials or with theirs. */
+void iscsi_server_set_discovery_auth(struct iscsi_server *s, const struct iscsi_chap *a);
+
+/* Connection caps; a refused connection is closed at once with a (rate-limited) warning. */
+struct iscsi_limits {
+    unsigned max_conns;       /* all connections (default 1024) */
+    unsigned max_per_addr;    /* from one initiator address (default 64) */
+    unsigned max_prelogin;    /* not yet logged in, all addresses (default 128) */
+};
+void iscsi_server_set_limits(struct iscsi_server *s, const struct iscsi_limits *l);
 /* Port actually bound (useful with port 0). */
 int iscsi_server_port(struct iscsi_server *s);

@@ -16,7 +16,17 @@
 #define ISCSI_TASK_HASH 256u
 #define ISCSI_MAX_TASKS (2 * ISCSI_CMD_WINDOW)   /* incl. immediate commands */
 #define ISCSI_MAX_DOUT_BYTES (64ull << 20)        /* per connection, waiting for data */
+#define ISCSI_MAX_DOUT_GLOBAL (256ull << 20)      /* all connections together */
 #define ISCSI_TPGT 1
+/* Flow control: a connection whose queued output (plus data-in of commands still on a
+ * worker) is above TX_HIGH is not read from until it drains below TX_LOW, like LIO/tgt;
+ * while all connections together hold more than TX_GLOBAL, the ones holding more than
+ * TX_SHARE, or about to run a READ of more than TX_SHARE, pause too. */
+#define ISCSI_TX_HIGH (16u << 20)
+#define ISCSI_TX_LOW (8u << 20)
+#define ISCSI_TX_GLOBAL (128ull << 20)
+#define ISCSI_TX_SHARE (1u << 20)
+#define ISCSI_LOGIN_MAX_PDUS 64u       /* login PDUs per connection (continuations, stages) */
 
 struct iscsi_tgt {
     atomic_int refs;
@@ -54,6 +64,7 @@ struct iscsi_task {
     uint8_t res_flags;                 /* DIN_O / DIN_U override for error paths */
     uint32_t res_count;
     uint64_t t_arrive, cpu_ns, cpu_mark;
+    uint32_t din_hold;                 /* counted in conn->din_pending while on a worker */
 };
 
 struct tx_buf {
@@ -83,7 +94,15 @@ struct iscsi_conn {
     bool dead;                         /* socket closed, waiting for worker refs */
     enum conn_phase phase;
     bool close_after_flush;
-    bool want_out;
+    bool want_out;                     /* EPOLLOUT wanted: the socket was full */
+    uint32_t ev_mask;                  /* events registered with epoll */
+    bool rx_paused;                    /* too much output queued: EPOLLIN off, rx kept */
+    bool admitted, counted_prelogin;   /* in srv->nconns / srv->nprelogin */
+    uint8_t peer[16];                  /* initiator address (IPv4-mapped), for the caps */
+    char peer_str[64];
+    size_t tx_bytes;                   /* bytes queued in tx_head.. */
+    uint64_t din_pending;              /* data-in of commands running on workers */
+    unsigned login_pdus;
     uint64_t born_ns;
     uint64_t dout_bytes;               /* data-out buffers held by pending tasks */
     /* receive */
@@ -98,9 +117,12 @@ struct iscsi_conn {
     bool opt_sent_mrdsl, tpgt_sent;
     enum chap_state chap;
     uint8_t chap_id, chap_chal[16];
+    bool disc_required, disc_all;      /* discovery CHAP required / passed with its own creds */
+    struct iscsi_chap auth;            /* the credentials this login was checked against */
     char *login_acc;                   /* accumulated text for C-bit continuations */
     size_t login_acc_len;
     char initiator[224];
+    char ini_log[320];                 /* initiator escaped for the log (util/log) */
     char nexus[NEXUS_LEN];
     uint8_t isid[6];
     uint16_t tsih;
@@ -132,6 +154,9 @@ struct net_thread {
     int new_fds[64];
     unsigned nnew;
     struct iscsi_conn *conns;
+    struct iscsi_conn *reap;           /* closed, freed after the current epoll batch */
+    uint64_t accept_resume_ns;         /* listener taken out of epoll (EMFILE) until then */
+    bool global_wait;                  /* a connection paused for the global output bound */
 };
 
 struct iscsi_server {
@@ -153,6 +178,19 @@ struct iscsi_server {
     pthread_cond_t wq_cond;
     struct iscsi_task *wq_head, *wq_tail;
     bool wq_stop;
+    struct iscsi_chap disc_auth;       /* tgt_lock */
+    /* connection caps (iscsi_server_set_limits) and their accounting */
+    pthread_mutex_t cap_lock;
+    struct iscsi_limits limits;
+    unsigned nconns, nprelogin;
+    struct peer_count { uint8_t addr[16]; unsigned n; } *peers;
+    unsigned npeers, peers_cap;
+    _Atomic uint64_t queued;           /* sum of tx_bytes + din_pending of all connections */
+    _Atomic uint64_t dout_total;       /* sum of dout_bytes of all connections */
+    /* CHAP challenges recently sent (cap_lock): a mutual-CHAP challenge equal to one of
+     * them is a reflection attempt */
+    uint8_t sent_chal[64][16];
+    unsigned sent_chal_next;
 };
 
 enum { KIND_CONN = 1, KIND_EVENT, KIND_LISTEN };
@@ -168,11 +206,38 @@ void server_session_register(struct iscsi_server *s, struct iscsi_conn *c);
 void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c);
 bool tgt_acl_allows(const struct iscsi_tgt *t, const char *initiator);
 
+/* Caps: admit a new connection from addr (0, or -1 with the reason logged) / release it;
+ * conn_logged_in() when it leaves the login phase. */
+int server_conn_admit(struct iscsi_server *s, struct iscsi_conn *c);
+void server_conn_release(struct iscsi_server *s, struct iscsi_conn *c);
+void server_conn_logged_in(struct iscsi_server *s, struct iscsi_conn *c);
+
+/* Discovery CHAP: is it required; does any target or the discovery config use CHAP;
+ * the credentials that user+response (to id/chal) prove, *all when they are the
+ * discovery credentials. */
+bool server_discovery_auth_required(struct iscsi_server *s);
+bool server_any_chap(struct iscsi_server *s);
+bool server_discovery_creds(struct iscsi_server *s, const char *user, uint8_t id, const uint8_t chal[16],
+                            const uint8_t resp[16], struct iscsi_chap *out, bool *all);
+/* Remember a CHAP challenge we sent / was this one sent by us recently? */
+void server_chap_sent(struct iscsi_server *s, const uint8_t chal[16]);
+bool server_chap_was_sent(struct iscsi_server *s, const uint8_t *chal, size_t len);
+
 /* conn.c */
+/* Output accounting (tx queue and data-in held by workers), and the check run after a
+ * connection's output shrank: resumes reading when it is below the bound. */
+void conn_queued_add(struct iscsi_conn *c, int64_t delta);
+void conn_resume_rx(struct iscsi_conn *c);
+/* Network thread poll while global_wait: resumes its paused connections once the
+ * global output is below the bound again. */
+void conn_global_poll(struct net_thread *nt);
 void conn_new(struct net_thread *nt, int fd);
 void conn_on_event(struct iscsi_conn *c, uint32_t events);
 void conn_check_timeouts(struct net_thread *nt);
+/* Closes the socket; the memory stays valid until conn_reap() (end of the epoll batch,
+ * whose later events may still point at c). */
 void conn_close(struct iscsi_conn *c);
+void conn_reap(struct net_thread *nt);
 void conn_put(struct iscsi_conn *c);
 void conn_task_done(struct iscsi_task *t);   /* on the conn's thread after a worker ran it */
 void conn_flush(struct iscsi_conn *c);

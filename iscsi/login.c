@@ -119,16 +119,21 @@ static uint16_t login_identify(struct iscsi_conn *c, const struct text_list *kl,
     const char *tname = text_get(kl, "TargetName");
     if (!iname || !*iname || strlen(iname) >= sizeof c->initiator) return ST_MISSING_PARAM;
     snprintf(c->initiator, sizeof c->initiator, "%s", iname);
+    nasd_log_escape(iname, strlen(iname), c->ini_log, sizeof c->ini_log);
     snprintf(c->nexus, sizeof c->nexus, "%s,i,0x%02x%02x%02x%02x%02x%02x", iname,
              c->isid[0], c->isid[1], c->isid[2], c->isid[3], c->isid[4], c->isid[5]);
-    if (stype && !strcmp(stype, "Discovery")) { c->discovery = true; return ST_SUCCESS; }
+    if (stype && !strcmp(stype, "Discovery")) {
+        c->discovery = true;
+        c->disc_required = server_discovery_auth_required(c->nt->srv);
+        return ST_SUCCESS;
+    }
     if (stype && strcmp(stype, "Normal")) return ST_INITIATOR_ERROR;
     if (!tname || !*tname) return ST_MISSING_PARAM;
     c->tgt = server_find_target(c->nt->srv, tname);
     if (!c->tgt) return ST_NOT_FOUND;
     for (unsigned i = 0; i < c->tgt->nlus; i++) c->lu_gen[i] = atomic_load(&c->tgt->lus[i].reset_gen);
     if (!tgt_acl_allows(c->tgt, iname)) {
-        log_info("iscsi: initiator %s not allowed on %s", iname, tname);
+        log_info("iscsi: initiator %s not allowed on %s", c->ini_log, c->tgt->cfg.iqn);
         return ST_FORBIDDEN;
     }
     text_add(&r->keys, "TargetPortalGroupTag", "%d", ISCSI_TPGT);
@@ -138,7 +143,7 @@ static uint16_t login_identify(struct iscsi_conn *c, const struct text_list *kl,
 
 static bool auth_required(const struct iscsi_conn *c)
 {
-    return !c->discovery && c->tgt && c->tgt->cfg.chap_user[0];
+    return c->discovery ? c->disc_required : c->tgt && c->tgt->cfg.chap_user[0];
 }
 
 /* Security stage keys; returns a login status. */
@@ -147,7 +152,11 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
     const struct iscsi_target_cfg *cfg = c->tgt ? &c->tgt->cfg : NULL;
     const char *am = text_get(kl, "AuthMethod");
     if (am) {
-        if (auth_required(c)) {
+        /* a discovery session may use CHAP even when not required: it then lists the
+         * targets protected with the credentials it proved */
+        bool chap = auth_required(c) ||
+                    (c->discovery && text_list_has(am, "CHAP") && server_any_chap(c->nt->srv));
+        if (chap) {
             if (!text_list_has(am, "CHAP")) { text_add(&r->keys, "AuthMethod", "Reject"); return ST_AUTH_FAILED; }
             text_add(&r->keys, "AuthMethod", "CHAP");
             c->chap = CHAP_WAIT_A;
@@ -171,17 +180,32 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
         text_add(&r->keys, "CHAP_A", "5");
         text_add(&r->keys, "CHAP_I", "%u", c->chap_id);
         text_add(&r->keys, "CHAP_C", "%s", hex);
+        server_chap_sent(c->nt->srv, c->chap_chal);
         c->chap = CHAP_WAIT_R;
         return ST_SUCCESS;
     }
     const char *cn = text_get(kl, "CHAP_N"), *cr = text_get(kl, "CHAP_R");
     if (cn || cr) {
-        if (c->chap != CHAP_WAIT_R || !cn || !cr || !cfg) return ST_AUTH_FAILED;
+        if (c->chap != CHAP_WAIT_R || !cn || !cr || (!cfg && !c->discovery)) return ST_AUTH_FAILED;
         uint8_t got[64], want[16];
         int gl = text_decode_binary(cr, got, sizeof got);
-        chap_md5_response(c->chap_id, cfg->chap_secret, c->chap_chal, sizeof c->chap_chal, want);
-        if (strcmp(cn, cfg->chap_user) || gl != 16 || memcmp(got, want, 16)) {
-            log_info("iscsi: CHAP authentication failed for %s (user '%s')", c->initiator, cn);
+        bool ok = false;
+        if (gl != 16) ok = false;
+        else if (c->discovery) ok = server_discovery_creds(c->nt->srv, cn, c->chap_id, c->chap_chal, got, &c->auth, &c->disc_all);
+        else {
+            chap_md5_response(c->chap_id, cfg->chap_secret, c->chap_chal, sizeof c->chap_chal, want);
+            ok = !strcmp(cn, cfg->chap_user) && !memcmp(got, want, 16);
+            if (ok) {
+                snprintf(c->auth.user, sizeof c->auth.user, "%s", cfg->chap_user);
+                snprintf(c->auth.secret, sizeof c->auth.secret, "%s", cfg->chap_secret);
+                snprintf(c->auth.muser, sizeof c->auth.muser, "%s", cfg->mutual_user);
+                snprintf(c->auth.msecret, sizeof c->auth.msecret, "%s", cfg->mutual_secret);
+            }
+        }
+        if (!ok) {
+            char user[NASD_LOG_ESC_SIZE(64)];
+            nasd_log_escape(cn, strnlen(cn, 64), user, sizeof user);
+            log_info("iscsi: CHAP authentication failed for %s (user '%s')", c->ini_log, user);
             return ST_AUTH_FAILED;
         }
         const char *mi = text_get(kl, "CHAP_I"), *mc = text_get(kl, "CHAP_C");
@@ -189,15 +213,25 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
             uint64_t id;
             uint8_t chal[1024];
             int cl = mc ? text_decode_binary(mc, chal, sizeof chal) : -1;
-            if (!mi || text_parse_number(mi, &id) || id > 255 || cl <= 0 || !cfg->mutual_user[0])
+            if (!mi || text_parse_number(mi, &id) || id > 255 || cl <= 0 || !c->auth.muser[0])
                 return ST_AUTH_FAILED;
-            if ((size_t)cl == sizeof c->chap_chal && !memcmp(chal, c->chap_chal, (size_t)cl))
-                return ST_AUTH_FAILED;                        /* reflected challenge */
+            /* RFC 7143 12.1.3: a challenge as long as our own (16 bytes, at least as
+             * strong as MD5), and never one we sent: answering it would hand the
+             * initiator a response it could replay to us (reflection). */
+            if (cl < (int)sizeof c->chap_chal) {
+                log_info("iscsi: mutual CHAP challenge of %d bytes from %s refused (need 16)", cl, c->ini_log);
+                return ST_AUTH_FAILED;
+            }
+            if ((cl == (int)sizeof c->chap_chal && !memcmp(chal, c->chap_chal, sizeof c->chap_chal)) ||
+                server_chap_was_sent(c->nt->srv, chal, (size_t)cl)) {
+                log_info("iscsi: mutual CHAP challenge from %s is one the target sent, refused", c->ini_log);
+                return ST_AUTH_FAILED;
+            }
             uint8_t resp[16];
             char hex[35];
-            chap_md5_response((uint8_t)id, cfg->mutual_secret, chal, (size_t)cl, resp);
+            chap_md5_response((uint8_t)id, c->auth.msecret, chal, (size_t)cl, resp);
             text_encode_hex(resp, 16, hex);
-            text_add(&r->keys, "CHAP_N", "%s", cfg->mutual_user);
+            text_add(&r->keys, "CHAP_N", "%s", c->auth.muser);
             text_add(&r->keys, "CHAP_R", "%s", hex);
         }
         c->chap = CHAP_OK;
@@ -243,6 +277,10 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
     uint8_t csg = (bhs[1] >> 2) & 3, nsg = bhs[1] & 3;
     r.csg = csg; r.nsg = nsg;
     if (c->close_after_flush) return 0;
+    if (++c->login_pdus > ISCSI_LOGIN_MAX_PDUS) {           /* each one is answered: bound it */
+        log_info("iscsi: more than %u login PDUs from %s, dropping", ISCSI_LOGIN_MAX_PDUS, c->peer_str);
+        return login_fail(c, bhs, &r, ST_INITIATOR_ERROR);
+    }
     if (!c->login_started) {
         c->login_started = true;
         memcpy(c->isid, bhs + 8, 6);
@@ -276,7 +314,13 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
     c->login_acc_len = 0;
     if (perr) return login_fail(c, bhs, &r, ST_INITIATOR_ERROR);
 
-    for (unsigned i = 0; i < kl.n; i++) log_debug("iscsi: login key %s=%s", kl.p[i].key, kl.p[i].value);
+    if (nasd_log_level >= LOG_DEBUG)
+        for (unsigned i = 0; i < kl.n; i++) {
+            char k[NASD_LOG_ESC_SIZE(64)], v[512];
+            nasd_log_escape(kl.p[i].key, strlen(kl.p[i].key), k, sizeof k);
+            nasd_log_escape(kl.p[i].value, strlen(kl.p[i].value), v, sizeof v);
+            log_debug("iscsi: login key %s=%s", k, v);
+        }
     uint16_t st;
     if (!c->initiator[0]) {
         st = login_identify(c, &kl, &r);
@@ -312,13 +356,14 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
         c->login_stage = nsg;
         if (nsg == 3) {
             c->phase = PH_FFP;
+            server_conn_logged_in(c->nt->srv, c);
             if (!c->discovery) server_session_register(c->nt->srv, c);
             c->hdigest = c->neg_hdigest;      /* digests start with the next PDU */
             c->ddigest = c->neg_ddigest;
             free(c->login_acc);
             c->login_acc = NULL;
             log_info("iscsi: %s session from %s%s%s (digests %s/%s)", c->discovery ? "discovery" : "normal",
-                     c->initiator, c->tgt ? " to " : "", c->tgt ? c->tgt->cfg.iqn : "",
+                     c->ini_log, c->tgt ? " to " : "", c->tgt ? c->tgt->cfg.iqn : "",
                      c->hdigest ? "crc32c" : "none", c->ddigest ? "crc32c" : "none");
         }
     }

@@ -117,6 +117,8 @@ int scsi_prepare(struct scsi_cmd *c)
     c->status = SAM_GOOD;
     c->dir = DIR_NONE;
     c->dout_need = 0;
+    c->dout_rule = DOUT_PREFIX;
+    c->len_field = 0;
     c->kind = NASD_OP_OTHER;
     c->slow = false;
     c->fua = false;
@@ -164,7 +166,11 @@ int scsi_prepare(struct scsi_cmd *c)
             if (!range_ok(c)) return 1;
             if (!xfer_ok(c, bytes, 7)) return 1;
             c->kind = NASD_OP_READ;
-            if (bytchk) { c->dir = DIR_OUT; c->dout_need = bytchk == 3 ? (c->nblocks ? bs : 0) : (uint32_t)bytes; }
+            if (bytchk) {                                    /* compares against all of it */
+                c->dir = DIR_OUT; c->dout_need = bytchk == 3 ? (c->nblocks ? bs : 0) : (uint32_t)bytes;
+                c->dout_rule = DOUT_WHOLE;
+                c->len_field = op == 0x2f ? 7 : op == 0xaf ? 6 : 10;
+            }
             c->slow = bytes > INLINE_MAX_BYTES;
             return 0;
         }
@@ -184,7 +190,7 @@ int scsi_prepare(struct scsi_cmd *c)
             if (c->nblocks > SCSI_MAX_XFER / bs) { invalid_cdb(c, op == 0x41 ? 7 : 10, -1); return 1; }
             if (!range_ok(c)) return 1;
             c->kind = NASD_OP_WRITE;
-            if (!ndob) { c->dir = DIR_OUT; c->dout_need = bs; }
+            if (!ndob) { c->dir = DIR_OUT; c->dout_need = bs; c->dout_rule = DOUT_EXACT; c->len_field = 7; }
             c->slow = true;
             return 0;
         }
@@ -195,6 +201,7 @@ int scsi_prepare(struct scsi_cmd *c)
             c->fua = cdb[1] & 0x08;
             c->kind = NASD_OP_WRITE;
             c->dir = DIR_OUT; c->dout_need = 2 * c->nblocks * bs;
+            c->dout_rule = DOUT_EXACT; c->len_field = 13;
             c->slow = true;
             return 0;
         case 0x8b:                                           /* ORWRITE(16) */
@@ -293,6 +300,10 @@ static void do_verify(struct scsi_cmd *c)
     uint8_t bytchk = (c->cdb[1] >> 1) & 3;
     if (!bytchk || !c->nblocks) return;
     uint64_t bytes = (uint64_t)c->nblocks * bs;
+    if (!c->dout || c->dout_len < (bytchk == 3 ? bs : bytes)) {   /* the transport checks this too */
+        scsi_set_sense(c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
+        return;
+    }
     uint8_t *buf = malloc(bytes);
     if (!buf) { scsi_set_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); return; }
     int r = nasd_bdev_read(c->lu->bdev, buf, c->lba * bs, bytes);
@@ -310,6 +321,7 @@ static void do_compare_and_write(struct scsi_cmd *c)
     uint32_t bs = c->lu->bdev->block_size;
     uint32_t len = c->nblocks * bs;
     if (!len) return;
+    if (!c->dout || c->dout_len < 2 * len) { scsi_set_sense(c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH); return; }
     uint8_t *buf = malloc(len);
     if (!buf) { scsi_set_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); return; }
     pthread_mutex_lock(&c->lu->lock);       /* atomic against other COMPARE AND WRITEs */
@@ -359,6 +371,7 @@ static void do_write_same(struct scsi_cmd *c)
     bool ndob = c->cdb[0] == 0x93 && (c->cdb[1] & 0x01);
     bool unmap = c->cdb[1] & 0x08;
     uint64_t off = c->lba * bs, len = (uint64_t)c->nblocks * bs;
+    if (!ndob && (!c->dout || c->dout_len < bs)) { scsi_set_sense(c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH); return; }
     bool zero = ndob || all_zero(c->dout, bs);
     if (unmap && zero && b->ops->unmap) {
         int r = nasd_bdev_unmap(b, off, len);

@@ -63,6 +63,10 @@ void iscsi_lu_destroy(struct iscsi_lu *lu);
 void iscsi_lu_release_nexus(struct iscsi_lu *lu, const char *nexus);
 
 enum scsi_dir { DIR_NONE = 0, DIR_IN, DIR_OUT };
+/* DOUT_PREFIX: the executor uses dout_len bytes (a shorter data-out is processed up to
+ * that length, reported as a residual); DOUT_WHOLE: it needs all dout_need bytes;
+ * DOUT_EXACT: also refuses more (fixed-size payloads). */
+enum scsi_dout_rule { DOUT_PREFIX = 0, DOUT_WHOLE, DOUT_EXACT };
 
 struct scsi_cmd {
     /* inputs */
@@ -81,6 +85,8 @@ struct scsi_cmd {
     /* decoded by scsi_prepare */
     enum scsi_dir dir;
     uint32_t dout_need;            /* bytes of data-out the command wants */
+    enum scsi_dout_rule dout_rule; /* what a data-out shorter/longer than dout_need means */
+    uint8_t len_field;             /* CDB byte of the transfer length (sense pointer) */
     uint32_t din_full;             /* bytes the command would return without truncation */
     bool slow;                     /* better run on a worker thread */
     enum nasd_op_kind kind;

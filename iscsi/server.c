@@ -55,6 +55,11 @@ struct iscsi_tgt *server_find_target(struct iscsi_server *s, const char *iqn)
     return r;
 }
 
+static bool creds_equal(const char *u1, const char *s1, const char *u2, const char *s2)
+{
+    return !strcmp(u1, u2) && !strcmp(s1, s2);
+}
+
 void server_send_targets(struct iscsi_server *s, struct iscsi_conn *c, const char *which, struct text_out *o)
 {
     pthread_rwlock_rdlock(&s->tgt_lock);
@@ -62,10 +67,73 @@ void server_send_targets(struct iscsi_server *s, struct iscsi_conn *c, const cha
         struct iscsi_tgt *t = s->tgts[i];
         if (strcmp(which, "All") && strcmp(which, t->cfg.iqn)) continue;
         if (!tgt_acl_allows(t, c->initiator)) continue;
+        /* only targets this client could log in to */
+        if (t->cfg.chap_user[0] && !c->disc_all &&
+            !(c->chap == CHAP_OK && creds_equal(c->auth.user, c->auth.secret, t->cfg.chap_user, t->cfg.chap_secret)))
+            continue;
         text_add(o, "TargetName", "%s", t->cfg.iqn);
         text_add(o, "TargetAddress", "%s,%d", c->local_addr, ISCSI_TPGT);
     }
     pthread_rwlock_unlock(&s->tgt_lock);
+}
+
+void iscsi_server_set_discovery_auth(struct iscsi_server *s, const struct iscsi_chap *a)
+{
+    pthread_rwlock_wrlock(&s->tgt_lock);
+    s->disc_auth = *a;
+    s->disc_auth.user[63] = s->disc_auth.secret[63] = s->disc_auth.muser[63] = s->disc_auth.msecret[63] = '\0';
+    pthread_rwlock_unlock(&s->tgt_lock);
+    log_info("iscsi: discovery authentication %s", a->user[0] ? (a->muser[0] ? "mutual CHAP" : "CHAP") : "off");
+}
+
+bool server_discovery_auth_required(struct iscsi_server *s)
+{
+    pthread_rwlock_rdlock(&s->tgt_lock);
+    bool r = s->disc_auth.user[0];
+    pthread_rwlock_unlock(&s->tgt_lock);
+    return r;
+}
+
+bool server_any_chap(struct iscsi_server *s)
+{
+    pthread_rwlock_rdlock(&s->tgt_lock);
+    bool r = s->disc_auth.user[0];
+    for (unsigned i = 0; i < s->ntgts && !r; i++) r = s->tgts[i]->cfg.chap_user[0];
+    pthread_rwlock_unlock(&s->tgt_lock);
+    return r;
+}
+
+static bool chap_ok(const char *user, const char *secret, const char *cn, uint8_t id, const uint8_t chal[16],
+                    const uint8_t resp[16])
+{
+    uint8_t want[16];
+    if (!user[0] || strcmp(user, cn)) return false;
+    chap_md5_response(id, secret, chal, 16, want);
+    return !memcmp(want, resp, 16);
+}
+
+bool server_discovery_creds(struct iscsi_server *s, const char *user, uint8_t id, const uint8_t chal[16],
+                            const uint8_t resp[16], struct iscsi_chap *out, bool *all)
+{
+    bool ok = false;
+    *all = false;
+    pthread_rwlock_rdlock(&s->tgt_lock);
+    if (chap_ok(s->disc_auth.user, s->disc_auth.secret, user, id, chal, resp)) {
+        *out = s->disc_auth;
+        *all = ok = true;
+    }
+    for (unsigned i = 0; i < s->ntgts && !ok; i++) {
+        const struct iscsi_target_cfg *t = &s->tgts[i]->cfg;
+        if (chap_ok(t->chap_user, t->chap_secret, user, id, chal, resp)) {
+            snprintf(out->user, sizeof out->user, "%s", t->chap_user);
+            snprintf(out->secret, sizeof out->secret, "%s", t->chap_secret);
+            snprintf(out->muser, sizeof out->muser, "%s", t->mutual_user);
+            snprintf(out->msecret, sizeof out->msecret, "%s", t->mutual_secret);
+            ok = true;
+        }
+    }
+    pthread_rwlock_unlock(&s->tgt_lock);
+    return ok;
 }
 
 static void kick(struct net_thread *nt)
@@ -193,6 +261,88 @@ void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c)
     pthread_mutex_unlock(&s->sess_lock);
 }
 
+/* ---- connection caps ---- */
+
+void iscsi_server_set_limits(struct iscsi_server *s, const struct iscsi_limits *l)
+{
+    pthread_mutex_lock(&s->cap_lock);
+    s->limits = *l;
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
+static struct peer_count *peer_find(struct iscsi_server *s, const uint8_t *addr)
+{
+    for (unsigned i = 0; i < s->npeers; i++)
+        if (!memcmp(s->peers[i].addr, addr, 16)) return &s->peers[i];
+    return NULL;
+}
+
+int server_conn_admit(struct iscsi_server *s, struct iscsi_conn *c)
+{
+    const char *why = NULL;
+    pthread_mutex_lock(&s->cap_lock);
+    struct peer_count *p = peer_find(s, c->peer);
+    if (s->nconns >= s->limits.max_conns) why = "connection limit";
+    else if (s->nprelogin >= s->limits.max_prelogin) why = "limit of connections not logged in";
+    else if (p && p->n >= s->limits.max_per_addr) why = "per-address connection limit";
+    else if (!p) {
+        if (s->npeers == s->peers_cap) {
+            unsigned ncap = s->peers_cap ? 2 * s->peers_cap : 64;
+            struct peer_count *np = realloc(s->peers, ncap * sizeof *np);
+            if (!np) why = "out of memory";
+            else { s->peers = np; s->peers_cap = ncap; }
+        }
+        if (!why) { p = &s->peers[s->npeers++]; memcpy(p->addr, c->peer, 16); p->n = 0; }
+    }
+    if (!why) {
+        p->n++;
+        s->nconns++;
+        s->nprelogin++;
+        c->counted_prelogin = true;
+        c->admitted = true;
+    }
+    unsigned n = s->nconns;
+    pthread_mutex_unlock(&s->cap_lock);
+    if (why) log_warn("iscsi: refusing connection from %s: %s (%u connections)", c->peer_str, why, n);
+    return why ? -1 : 0;
+}
+
+void server_conn_logged_in(struct iscsi_server *s, struct iscsi_conn *c)
+{
+    pthread_mutex_lock(&s->cap_lock);
+    if (c->counted_prelogin) { s->nprelogin--; c->counted_prelogin = false; }
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
+void server_conn_release(struct iscsi_server *s, struct iscsi_conn *c)
+{
+    if (!c->admitted) return;
+    pthread_mutex_lock(&s->cap_lock);
+    c->admitted = false;
+    s->nconns--;
+    if (c->counted_prelogin) { s->nprelogin--; c->counted_prelogin = false; }
+    struct peer_count *p = peer_find(s, c->peer);
+    if (p && --p->n == 0) *p = s->peers[--s->npeers];
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
+void server_chap_sent(struct iscsi_server *s, const uint8_t chal[16])
+{
+    pthread_mutex_lock(&s->cap_lock);
+    memcpy(s->sent_chal[s->sent_chal_next++ % 64], chal, 16);
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
+bool server_chap_was_sent(struct iscsi_server *s, const uint8_t *chal, size_t len)
+{
+    bool hit = false;
+    if (len != 16) return false;
+    pthread_mutex_lock(&s->cap_lock);
+    for (unsigned i = 0; i < 64 && i < s->sent_chal_next && !hit; i++) hit = !memcmp(s->sent_chal[i], chal, 16);
+    pthread_mutex_unlock(&s->cap_lock);
+    return hit;
+}
+
 /* ---- worker pool ---- */
 
 void worker_submit(struct iscsi_server *s, struct iscsi_task *t)
@@ -255,7 +405,13 @@ static void accept_new(struct net_thread *nt)
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) log_warn("iscsi: accept: %s", strerror(errno));
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* out of descriptors: stop polling the listener for a while instead of
+                 * spinning on it (level-triggered) */
+                log_warn("iscsi: accept: %s, pausing accepts", strerror(errno));
+                epoll_ctl(nt->epfd, EPOLL_CTL_DEL, s->listen_fd, NULL);
+                nt->accept_resume_ns = nasd_now_ns() + 200000000ull;
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK) log_warn("iscsi: accept: %s", strerror(errno));
             return;
         }
         struct net_thread *to = &s->nt[atomic_fetch_add(&s->rr, 1) % s->nnet];
@@ -283,10 +439,10 @@ static void on_kick(struct net_thread *nt)
         for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
             next = c->next;
             if (c->tgt && atomic_load(&c->tgt->removed)) {
-                log_info("iscsi: dropping session of %s (target removed/replaced)", c->initiator);
+                log_info("iscsi: dropping session of %s (target removed/replaced)", c->ini_log);
                 conn_close(c);
             } else if (atomic_load(&c->reinstated)) {
-                log_info("iscsi: dropping session of %s (reinstated by a new login)", c->initiator);
+                log_info("iscsi: dropping session of %s (reinstated by a new login)", c->ini_log);
                 conn_close(c);
             }
         }
@@ -303,7 +459,7 @@ static void conn_event_charged(struct iscsi_conn *c, uint32_t events)
 {
     struct nasd_io_stats *st = c->tgt ? nasd_stats_get(c->tgt->stats) : NULL;
     uint64_t cpu0 = st ? nasd_thread_cpu_ns() : 0, measured0 = iscsi_task_cpu_measured;
-    conn_on_event(c, events); /* may free c */
+    conn_on_event(c, events); /* may close c; it is freed after the batch */
     if (!st) return;
     uint64_t spent = nasd_thread_cpu_ns() - cpu0, measured = iscsi_task_cpu_measured - measured0;
     if (spent > measured) nasd_stats_add_cpu(st, spent - measured);
@@ -316,8 +472,13 @@ static void *net_main(void *arg)
     struct epoll_event ev[64];
     uint64_t last_check = nasd_now_ns();
     while (!atomic_load(&nt->stop)) {
-        int n = epoll_wait(nt->epfd, ev, 64, 1000);
+        int n = epoll_wait(nt->epfd, ev, 64, nt->global_wait ? 20 : nt->accept_resume_ns ? 200 : 1000);
         uint64_t now = nasd_now_ns();
+        if (nt->accept_resume_ns && now >= nt->accept_resume_ns) {
+            nt->accept_resume_ns = 0;
+            struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &listen_kind };
+            epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->srv->listen_fd, &lev);
+        }
         if (now - last_check > 1000000000ull) { conn_check_timeouts(nt); last_check = now; }
         if (n < 0) { if (errno == EINTR) continue; log_err("iscsi: epoll_wait: %s", strerror(errno)); break; }
         for (int i = 0; i < n; i++) {
@@ -326,14 +487,40 @@ static void *net_main(void *arg)
             else if (kind == KIND_EVENT) on_kick(nt);
             else conn_event_charged(ev[i].data.ptr, ev[i].events);
         }
+        conn_global_poll(nt);
+        conn_reap(nt);          /* nothing in ev[] points at a closed connection any more */
     }
     while (nt->conns) conn_close(nt->conns);
+    conn_reap(nt);
     return NULL;
 }
 
 /* ---- lifetime ---- */
 
 struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *err, size_t errlen)
+{
+    struct iscsi_server *s = iscsi_server_start_held(portal, workers, err, errlen);
+    if (s && iscsi_server_listen(s, err, errlen)) {
+        iscsi_server_stop(s);
+        return NULL;
+    }
+    return s;
+}
+
+int iscsi_server_listen(struct iscsi_server *s, char *err, size_t errlen)
+{
+    struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &listen_kind };
+    if (listen(s->listen_fd, 128) || epoll_ctl(s->nt[0].epfd, EPOLL_CTL_ADD, s->listen_fd, &lev)) {
+        snprintf(err, errlen, "iscsi: listen on port %d: %s", s->port, strerror(errno));
+        return -errno;
+    }
+    log_info("iscsi: listening on port %d (%u network threads, %u workers)", s->port, s->nnet, s->nworkers);
+    return 0;
+}
+
+/* Bound but not listening: connections are refused (not answered "target not found")
+ * until iscsi_server_listen, so targets can be configured first. */
+struct iscsi_server *iscsi_server_start_held(const char *portal, int workers, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -344,12 +531,14 @@ struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *e
     pthread_rwlock_init(&s->tgt_lock, NULL);
     pthread_mutex_init(&s->wq_lock, NULL);
     pthread_mutex_init(&s->sess_lock, NULL);
+    pthread_mutex_init(&s->cap_lock, NULL);
+    s->limits = (struct iscsi_limits){ .max_conns = 1024, .max_per_addr = 64, .max_prelogin = 128 };
     pthread_cond_init(&s->wq_cond, NULL);
     atomic_init(&s->next_tsih, 0);
     s->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (s->listen_fd < 0 || setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-        bind(s->listen_fd, (struct sockaddr *)&ss, sl) || listen(s->listen_fd, 128)) {
+        bind(s->listen_fd, (struct sockaddr *)&ss, sl)) {
         snprintf(err, errlen, "listen on %s: %s", portal, strerror(errno));
         if (s->listen_fd >= 0) close(s->listen_fd);
         free(s);
@@ -375,14 +564,11 @@ struct iscsi_server *iscsi_server_start(const char *portal, int workers, char *e
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = nt };
         if (nt->epfd < 0 || nt->evfd < 0 || epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->evfd, &ev)) goto fail;
     }
-    struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &listen_kind };
-    if (epoll_ctl(s->nt[0].epfd, EPOLL_CTL_ADD, s->listen_fd, &lev)) goto fail;
     unsigned nw = 0, nn = 0;
     for (; nw < s->nworkers; nw++)
         if (pthread_create(&s->workers[nw], NULL, worker_main, s)) goto fail_threads;
     for (; nn < s->nnet; nn++)
         if (pthread_create(&s->nt[nn].th, NULL, net_main, &s->nt[nn])) goto fail_threads;
-    log_info("iscsi: listening on %s (port %d, %u network threads, %u workers)", portal, s->port, s->nnet, s->nworkers);
     return s;
 fail_threads:
     snprintf(err, errlen, "iscsi: cannot start threads: %s", strerror(errno));
@@ -434,7 +620,9 @@ void iscsi_server_stop(struct iscsi_server *s)
     pthread_rwlock_destroy(&s->tgt_lock);
     pthread_mutex_destroy(&s->wq_lock);
     pthread_mutex_destroy(&s->sess_lock);
+    pthread_mutex_destroy(&s->cap_lock);
     pthread_cond_destroy(&s->wq_cond);
+    free(s->peers);
     free(s);
 }
 

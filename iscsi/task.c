@@ -32,10 +32,18 @@ static void task_unhash(struct iscsi_task *t)
     c->ntasks--;
 }
 
+/* Data-out buffers held, per connection and in all (a client can make the target hold
+ * a command's buffer by never sending its last Data-Out). */
+static void dout_account(struct iscsi_conn *c, int64_t delta)
+{
+    c->dout_bytes += (uint64_t)delta;
+    atomic_fetch_add(&c->nt->srv->dout_total, (uint64_t)delta);
+}
+
 static void task_free(struct iscsi_task *t)
 {
     task_unhash(t);
-    if (t->dout) t->conn->dout_bytes -= t->out_len;
+    if (t->dout) dout_account(t->conn, -(int64_t)t->out_len);
     free(t->dout);
     free(t->sc.din);
     free(t);
@@ -168,6 +176,11 @@ static void task_execute(struct iscsi_task *t)
     t->state = TS_EXEC;
     if (t->sc.slow) {
         cpu_pause(t);
+        if (t->sc.dir == DIR_IN) {               /* output to come: counts against the bound */
+            t->din_hold = t->sc.din_full < t->sc.din_max ? t->sc.din_full : t->sc.din_max;
+            c->din_pending += t->din_hold;
+            conn_queued_add(c, t->din_hold);
+        }
         atomic_fetch_add(&c->refs, 1);
         worker_submit(c->nt->srv, t);
         return;
@@ -181,8 +194,11 @@ void conn_task_done(struct iscsi_task *t)
 {
     struct iscsi_conn *c = t->conn;
     t->cpu_mark = cpu_now();
+    c->din_pending -= t->din_hold;
+    conn_queued_add(c, -(int64_t)t->din_hold);
     task_respond(t);
     conn_flush(c);
+    conn_resume_rx(c);
     conn_put(c);
 }
 
@@ -248,10 +264,13 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     }
     uint32_t want = 0;                                   /* data-out bytes to receive */
     if (wflag) want = t->edtl;
+    /* The one place where the data-out the initiator will send (EDTL, 0 without the W
+     * bit) is checked against what the command needs: executors that compare or
+     * replicate the payload (VERIFY with BYTCHK, WRITE SAME, COMPARE AND WRITE) never
+     * see a shorter buffer. */
     if (sc->dir == DIR_OUT && want != sc->dout_need) {
-        uint8_t op = t->cdb[0];
-        if (op == 0x89 || op == 0x41 || op == 0x93) {     /* fixed-size payloads */
-            scsi_set_sense_field(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_CDB, true, op == 0x89 ? 13 : 7, -1);
+        if (sc->dout_rule == DOUT_EXACT || (sc->dout_rule == DOUT_WHOLE && want < sc->dout_need)) {
+            scsi_set_sense_field(sc, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_CDB, true, sc->len_field, -1);
             task_finish_early(t);
             return 0;
         }
@@ -263,7 +282,8 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
         task_finish_early(t);
         return 0;
     }
-    if (want && c->dout_bytes + want > ISCSI_MAX_DOUT_BYTES) {
+    if (want && (c->dout_bytes + want > ISCSI_MAX_DOUT_BYTES ||
+                 atomic_load(&c->nt->srv->dout_total) + want > ISCSI_MAX_DOUT_GLOBAL)) {
         sc->status = SAM_TASK_SET_FULL;                  /* retry later */
         t->res_flags = 0;
         task_finish_early(t);
@@ -271,9 +291,9 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     }
     t->out_len = want;
     if (want) {
-        c->dout_bytes += want;
         t->dout = malloc(want);
         if (!t->dout) { scsi_set_sense(sc, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); task_finish_early(t); return 0; }
+        dout_account(c, want);
         memcpy(t->dout, data, dlen);
         t->recv = dlen;
         if (!(t->flags & BHS_F)) {
@@ -337,7 +357,7 @@ void task_free_all(struct iscsi_conn *c)
             t->in_hash = false;
             c->ntasks--;
             if (t->state == TS_EXEC && t->sc.slow) t->aborted = true;  /* worker frees it */
-            else { free(t->dout); free(t->sc.din); free(t); }
+            else { if (t->dout) dout_account(c, -(int64_t)t->out_len); free(t->dout); free(t->sc.din); free(t); }
             t = n;
         }
         c->tasks[i] = NULL;

@@ -4,11 +4,13 @@
 #include "api/monitoring.h"
 #include "nasd/appliance/appliance.h"
 #include "nasd/appliance/config.h"
+#include "nasd/appliance/exposure.h"
 #include "util/log.h"
 #include "nasd/appliance/monitor.h"
 #include "selftest/selftest.h"
 #include <getopt.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,20 @@ static void usage(FILE *f)
         "            [--portmap-port N|-1] [--demo] [--auth] [--log-level error|warn|info|debug]\n"
         "       nasd [--config FILE] [--db PATH] --create-token DESCRIPTION   (prints a new API token)\n");
 }
+
+/* Connections cost a descriptor each; the soft limit (often 1024) is far below what
+ * the NFS, iSCSI and REST caps together allow, so take the hard limit. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max) return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        log_info("descriptor limit raised from %llu to %llu", (unsigned long long)was, (unsigned long long)rl.rlim_cur);
+}
+
+static void warn_line(void *arg, const char *msg) { log_warn("exposed: %s", msg); }
 
 /* --create-token: works on the DB alone, with or without a running daemon (WAL). */
 static int create_token(const struct nasd_config *cfg, const char *desc)
@@ -90,6 +106,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    raise_nofile();
     static struct appliance app;
     if (appliance_start(&app, &cfg, err, sizeof err)) {
         log_err("start failed: %s", err);
@@ -120,6 +137,7 @@ int main(int argc, char **argv)
         appliance_stop(&app);
         return 1;
     }
+    nasd_exposure_check(&cfg, &app.db, warn_line, NULL);
     if (cfg.auth && auth_token_count(&app.db) == 0)
         log_warn("auth is on but no API token exists: create one with nasd --db %s --create-token NAME", cfg.db_path);
     log_info("nasd ready: REST API and UI on http://%s/%s", cfg.listen, cfg.auth ? " (API tokens required)" : "");

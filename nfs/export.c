@@ -79,6 +79,15 @@ int nfs_export_allows(const struct nfs_export *e, const struct sockaddr_storage 
     return 0;
 }
 
+int nfs_exports_admit(struct nfs_server *s, const struct sockaddr_storage *peer)
+{
+    int ok = 0;
+    pthread_rwlock_rdlock(&s->exports_lock);
+    for (unsigned i = 0; i < s->nexports && !ok; i++) ok = nfs_export_allows(s->exports[i], peer);
+    pthread_rwlock_unlock(&s->exports_lock);
+    return ok;
+}
+
 /* ---- object cache ---- */
 
 static unsigned key_hash(const struct nasd_fh *k)

@@ -9,9 +9,10 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
+#include <nettle/memops.h>
+#include <nettle/sha2.h>
 
-#define FH_VERSION 1
+#define FH_VERSION 2      /* 1: XXH3-keyed handles of older nasd */
 #define FH_HDR 16
 
 static int read_full(int fd, void *buf, size_t n)
@@ -38,7 +39,21 @@ static int random_bytes(void *buf, size_t n)
     return 0;
 }
 
+void nfs_fh_secret_prepare(struct nfs_fh_secret *out)
+{
+    hmac_sha256_set_key(&out->mac, sizeof out->s, out->s);
+}
+
+static int secret_load(const char *state_dir, struct nfs_fh_secret *out);
+
 int nfs_fh_secret_load(const char *state_dir, struct nfs_fh_secret *out)
+{
+    int e = secret_load(state_dir, out);
+    if (!e) nfs_fh_secret_prepare(out);
+    return e;
+}
+
+static int secret_load(const char *state_dir, struct nfs_fh_secret *out)
 {
     if (!state_dir || !state_dir[0]) {
         log_warn("nfs: no state dir; file handles will not survive a restart");
@@ -68,7 +83,7 @@ int nfs_fh_secret_load(const char *state_dir, struct nfs_fh_secret *out)
     if (link(tmp, path) < 0) {
         unlink(tmp);
         if (errno != EEXIST) return -errno;
-        return nfs_fh_secret_load(state_dir, out);
+        return secret_load(state_dir, out);
     }
     unlink(tmp);
     return 0;
@@ -80,9 +95,12 @@ static uint32_t get_be32(const uint8_t *p)
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
-static uint64_t fh_mac(const struct nfs_fh_secret *sec, const uint8_t *data, size_t len)
+/* The keyed context is copied, so each MAC costs the message blocks and the outer hash only. */
+static void fh_mac(const struct nfs_fh_secret *sec, const uint8_t *data, size_t len, uint8_t out[8])
 {
-    return XXH3_64bits_withSecret(data, len, sec->s, sizeof sec->s);
+    struct hmac_sha256_ctx c = sec->mac;
+    hmac_sha256_update(&c, len, data);
+    hmac_sha256_digest(&c, 8, out);
 }
 
 size_t nfs_fh_encode(const struct nfs_fh_secret *sec, uint32_t export_id, uint32_t gen,
@@ -96,9 +114,7 @@ size_t nfs_fh_encode(const struct nfs_fh_secret *sec, uint32_t export_id, uint32
     put_be32(out + 8, gen);
     put_be32(out + 12, (uint32_t)k->type);
     memcpy(out + FH_HDR, k->bytes, k->len);
-    uint64_t mac = fh_mac(sec, out, FH_HDR + k->len);
-    put_be32(out + FH_HDR + k->len, (uint32_t)(mac >> 32));
-    put_be32(out + FH_HDR + k->len + 4, (uint32_t)mac);
+    fh_mac(sec, out, FH_HDR + k->len, out + FH_HDR + k->len);
     return FH_HDR + k->len + 8;
 }
 
@@ -106,11 +122,14 @@ int nfs_fh_decode(const struct nfs_fh_secret *sec, const uint8_t *fh, size_t len
                   struct nfs_fh_parsed *out)
 {
     if (len < FH_HDR + 8 || len > NFS_FH_MAX) return -1;
-    if (fh[0] != 'N' || fh[1] != 'X' || fh[2] != FH_VERSION) return -1;
+    if (fh[0] != 'N' || fh[1] != 'X') return -1;
     uint32_t klen = fh[3];
     if (klen > NFS_FH_KMAX || len != FH_HDR + klen + 8) return -1;
-    uint64_t mac = ((uint64_t)get_be32(fh + FH_HDR + klen) << 32) | get_be32(fh + FH_HDR + klen + 4);
-    if (mac != fh_mac(sec, fh, FH_HDR + klen)) return -1;
+    if (fh[2] == 1) return -2;
+    if (fh[2] != FH_VERSION) return -1;
+    uint8_t mac[8];
+    fh_mac(sec, fh, FH_HDR + klen, mac);
+    if (!memeql_sec(mac, fh + FH_HDR + klen, 8)) return -1;
     out->export_id = get_be32(fh + 4);
     out->gen = get_be32(fh + 8);
     out->k.type = (int32_t)get_be32(fh + 12);

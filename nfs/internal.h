@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include "nfs/conn_limit.h"
 #include "nfs/drc.h"
 #include "nfs/fh.h"
 #include "nfs/nfs.h"
@@ -50,11 +51,15 @@ struct nfs_export {
     pthread_mutex_t size_locks[64]; /* serialize size changes for quota accounting */
 };
 
+/* A MOUNT table entry (mount_table.c): in a hash chain and in the age list. */
 struct nfs_mount_entry {
-    struct nfs_mount_entry *next;
+    struct nfs_mount_entry *hnext, *prev, *next;
+    uint64_t hash;
     char host[64];
-    char path[1024];
+    char *path;              /* stored right after the entry, same allocation */
 };
+#define NFS_MOUNTS_MAX 4096
+#define NFS_MOUNTS_BUCKETS 1024
 
 struct nfs_req;
 
@@ -77,8 +82,16 @@ struct nfs_server {
     int qidle;               /* workers waiting on qcond */
     int stopping;
     pthread_mutex_t mnt_lock;
-    struct nfs_mount_entry *mounts;
+    struct nfs_mount_entry **mnt_buckets; /* NULL until the first MNT */
+    struct nfs_mount_entry mnt_list;       /* sentinel: next is the oldest */
+    unsigned mnt_count;
     struct nfs_conn *conns;
+    struct nfs_conn_limits limits;  /* network thread only */
+    unsigned max_conns, max_per_addr;
+    uint64_t idle_ns;
+    uint64_t accept_resume_ns;      /* accepting paused (EMFILE) until then; 0: not paused */
+    uint64_t next_sweep_ns;
+    _Atomic size_t out_total;       /* reply bytes queued on all connections */
     struct nfs_drc *drc;     /* duplicate request cache (NULL: disabled) */
 };
 
@@ -99,6 +112,7 @@ struct nfs_conn {
     size_t out_off, out_len, out_cap;
     _Atomic size_t out_queued;  /* out_len - out_off, readable without the lock */
     struct nfs_conn *cprev, *cnext; /* server list, network thread only */
+    _Atomic uint64_t last_io_ns;    /* last bytes in or out, for the idle timeout */
 };
 
 struct nfs_req {
@@ -141,6 +155,8 @@ struct nfs_export *nfs_export_find_path(struct nfs_server *s, const char *path);
 struct nfs_export *nfs_export_find_prefix(struct nfs_server *s, const char *path, const char **rest);
 void nfs_export_put(struct nfs_export *e);
 int nfs_export_allows(const struct nfs_export *e, const struct sockaddr_storage *peer);
+/* 1 if some export admits peer (checked when it connects to NFS or MOUNT). */
+int nfs_exports_admit(struct nfs_server *s, const struct sockaddr_storage *peer);
 int nfs_net_match(const struct nfs_client_net *n, const struct sockaddr_storage *peer);
 void nfs_exports_clear(struct nfs_server *s);
 int nfs_obj_get(struct nfs_export *e, struct nfs_worker *w, const struct nasd_fh *k,
@@ -162,10 +178,21 @@ int nfs_may(const struct nfs_ctx *c, const struct stat *st, int want, int owner_
 
 /* server.c */
 void nfs_conn_send_reply(struct nfs_conn *conn, uint8_t *buf, size_t len);
+/* Decodes, runs and answers one RPC record on conn (what a worker does for each call);
+ * returns the reply length in w->rbuf + 4 (0 when nothing was sent). */
+size_t nfs_server_handle_record(struct nfs_worker *w, struct nfs_conn *conn, const uint8_t *rec, size_t len,
+                                uint64_t t_arrive);
 
 /* mount.c */
 void nfs_mount_dispatch(struct nfs_ctx *c);
 void nfs_portmap_dispatch(struct nfs_ctx *c);
+
+/* mount_table.c */
+/* "/a//b/./c/" -> "/a/b/c"; -EACCES for a ".." component, -EINVAL if not absolute. */
+int nfs_mount_path_normalize(const char *in, char *out, size_t outlen);
+void nfs_mounts_add(struct nfs_server *s, const char *host, const char *path);
+void nfs_mounts_remove(struct nfs_server *s, const char *host, const char *path); /* path NULL: all of host */
+unsigned nfs_mounts_count(struct nfs_server *s);
 void nfs_mounts_clear(struct nfs_server *s);
 
 /* nfs3.c */

@@ -15,41 +15,6 @@ enum { MNT3_OK = 0, MNT3ERR_NOENT = 2, MNT3ERR_IO = 5, MNT3ERR_ACCES = 13, MNT3E
        MNT3ERR_NAMETOOLONG = 63, MNT3ERR_SERVERFAULT = 10006 };
 #define MNT_PATH_MAX 1024
 
-static void mounts_add(struct nfs_server *s, const char *host, const char *path)
-{
-    pthread_mutex_lock(&s->mnt_lock);
-    for (struct nfs_mount_entry *m = s->mounts; m; m = m->next)
-        if (!strcmp(m->host, host) && !strcmp(m->path, path)) { pthread_mutex_unlock(&s->mnt_lock); return; }
-    struct nfs_mount_entry *m = calloc(1, sizeof *m);
-    if (m) {
-        snprintf(m->host, sizeof m->host, "%s", host);
-        snprintf(m->path, sizeof m->path, "%s", path);
-        m->next = s->mounts;
-        s->mounts = m;
-    }
-    pthread_mutex_unlock(&s->mnt_lock);
-}
-
-/* path NULL: every entry of host. */
-static void mounts_remove(struct nfs_server *s, const char *host, const char *path)
-{
-    pthread_mutex_lock(&s->mnt_lock);
-    struct nfs_mount_entry **pp = &s->mounts;
-    while (*pp) {
-        struct nfs_mount_entry *m = *pp;
-        if (!strcmp(m->host, host) && (!path || !strcmp(m->path, path))) { *pp = m->next; free(m); }
-        else pp = &m->next;
-    }
-    pthread_mutex_unlock(&s->mnt_lock);
-}
-
-void nfs_mounts_clear(struct nfs_server *s)
-{
-    pthread_mutex_lock(&s->mnt_lock);
-    while (s->mounts) { struct nfs_mount_entry *m = s->mounts; s->mounts = m->next; free(m); }
-    pthread_mutex_unlock(&s->mnt_lock);
-}
-
 static uint32_t mnt_errno(int err)
 {
     switch (err) {
@@ -101,18 +66,27 @@ static uint32_t mnt_resolve_sub(struct nfs_ctx *c, struct nfs_export *e, const c
 
 static void mnt_mnt(struct nfs_ctx *c)
 {
-    char path[MNT_PATH_MAX + 1];
-    xdr_get_string(c->args, path, sizeof path, MNT_PATH_MAX);
+    char raw[MNT_PATH_MAX + 1], path[MNT_PATH_MAX + 1];
+    xdr_get_string(c->args, raw, sizeof raw, MNT_PATH_MAX);
     if (c->args->err) { c->res->len = 0; rpc_put_accepted(c->res, c->call.xid, RPC_GARBAGE_ARGS); return; }
     const char *rest = "";
+    char epath[NASD_LOG_ESC_SIZE(96)]; /* the client's path as logged: escaped, cut at 96 bytes */
+    nasd_log_escape(raw, strnlen(raw, 96), epath, sizeof epath);
+    int ne = nfs_mount_path_normalize(raw, path, sizeof path);
+    if (ne) {
+        log_info("nfs: mount of '%s' by %s refused: %s", epath, c->conn->peer_str,
+                 ne == -EACCES ? "\"..\" in the path" : "not an absolute path");
+        xdr_put_u32(c->res, ne == -EACCES ? MNT3ERR_ACCES : ne == -ENAMETOOLONG ? MNT3ERR_NAMETOOLONG : MNT3ERR_NOENT);
+        return;
+    }
     struct nfs_export *e = nfs_export_find_prefix(c->srv, path, &rest);
     if (!e) {
-        log_info("nfs: mount of unknown path '%s' by %s", path, c->conn->peer_str);
+        log_info("nfs: mount of unknown path '%s' by %s", epath, c->conn->peer_str);
         xdr_put_u32(c->res, MNT3ERR_NOENT);
         return;
     }
     if (!nfs_export_allows(e, &c->conn->peer)) {
-        log_warn("nfs: mount of %s refused for client %s", path, c->conn->peer_str);
+        log_warn("nfs: mount of %s refused for client %s", epath, c->conn->peer_str);
         xdr_put_u32(c->res, MNT3ERR_ACCES);
         nfs_export_put(e);
         return;
@@ -124,7 +98,7 @@ static void mnt_mnt(struct nfs_ctx *c)
         struct nasd_fh k;
         uint32_t st = mnt_resolve_sub(c, e, rest, &k);
         if (st) {
-            log_info("nfs: mount of %s by %s refused (mountstat %u)", path, c->conn->peer_str, st);
+            log_info("nfs: mount of %s by %s refused (mountstat %u)", epath, c->conn->peer_str, st);
             xdr_put_u32(c->res, st);
             nfs_export_put(e);
             return;
@@ -136,14 +110,15 @@ static void mnt_mnt(struct nfs_ctx *c)
     xdr_put_u32(c->res, 2);            /* auth flavors */
     xdr_put_u32(c->res, AUTH_SYS);
     xdr_put_u32(c->res, AUTH_NONE);
-    mounts_add(c->srv, c->conn->peer_str, path);
+    nfs_mounts_add(c->srv, c->conn->peer_str, path);
     nfs_export_put(e);
 }
 
 static void mnt_dump(struct nfs_ctx *c)
 {
     pthread_mutex_lock(&c->srv->mnt_lock);
-    for (struct nfs_mount_entry *m = c->srv->mounts; m; m = m->next) {
+    for (struct nfs_mount_entry *m = c->srv->mnt_buckets ? c->srv->mnt_list.next : NULL;
+         m && m != &c->srv->mnt_list; m = m->next) {
         if (c->res->cap - c->res->len < 2048) break;
         xdr_put_u32(c->res, 1);
         xdr_put_string(c->res, m->host);
@@ -191,12 +166,14 @@ void nfs_mount_dispatch(struct nfs_ctx *c)
     case 0: break;
     case 1: mnt_mnt(c); break;
     case 2: mnt_dump(c); break;
-    case 3:
+    case 3: {
+        char norm[MNT_PATH_MAX + 1];
         xdr_get_string(c->args, path, sizeof path, MNT_PATH_MAX);
         if (c->args->err) { c->res->len = 0; rpc_put_accepted(c->res, xid, RPC_GARBAGE_ARGS); break; }
-        mounts_remove(c->srv, c->conn->peer_str, path);
+        if (!nfs_mount_path_normalize(path, norm, sizeof norm)) nfs_mounts_remove(c->srv, c->conn->peer_str, norm);
         break;
-    case 4: mounts_remove(c->srv, c->conn->peer_str, NULL); break;
+    }
+    case 4: nfs_mounts_remove(c->srv, c->conn->peer_str, NULL); break;
     case 5: mnt_export(c); break;
     }
 }

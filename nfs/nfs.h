@@ -35,12 +35,20 @@ struct nfs_server_cfg {
     int portmap_port;     /* built-in RPCBIND v2 (111 in production); -1 = none */
     int workers;          /* 0 = default */
     char state_dir[1024]; /* where the service may keep persistent state (handles) */
+    int held;             /* bound but refusing connections until nfs_server_listen (exports first) */
+    /* Descriptor caps (0 = the NFS_DEFAULT_* below): connections in all, per client
+     * address, and seconds a connection with nothing in flight may stay silent. */
+    unsigned max_conns, max_conns_per_addr, idle_timeout_s;
 };
+#define NFS_DEFAULT_MAX_CONNS 1024
+#define NFS_DEFAULT_MAX_CONNS_PER_ADDR 128
+#define NFS_DEFAULT_IDLE_TIMEOUT_S 360   /* as knfsd ages out idle transports */
 
 struct nfs_server;
 struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err, size_t errlen);
 int nfs_server_set_export(struct nfs_server *s, const struct nfs_export_cfg *cfg); /* add/replace by export_id */
 int nfs_server_remove_export(struct nfs_server *s, uint32_t export_id);          /* -ENOENT if unknown */
+int nfs_server_listen(struct nfs_server *s, char *err, size_t errlen);
 void nfs_server_stop(struct nfs_server *s);
 int nfs_server_nfs_port(struct nfs_server *s);
 int nfs_server_mount_port(struct nfs_server *s);

@@ -91,7 +91,8 @@ uint32_t nfs3_resolve(struct nfs_ctx *c, const struct nfs3_fh *fh, struct nfs3_o
 {
     out->o = NULL;
     struct nfs_fh_parsed p;
-    if (nfs_fh_decode(&c->srv->secret, fh->data, fh->len, &p)) return NFS3ERR_BADHANDLE;
+    int de = nfs_fh_decode(&c->srv->secret, fh->data, fh->len, &p);
+    if (de) return de == -2 ? NFS3ERR_STALE : NFS3ERR_BADHANDLE;
     if (!c->exp) {
         struct nfs_export *e = nfs_export_find_id(c->srv, p.export_id);
         if (!e) return NFS3ERR_STALE;

@@ -23,16 +23,33 @@
 #define CONN_MAX_INFLIGHT 256
 #define CONN_RESUME_INFLIGHT 128
 #define OUT_PAUSE_BYTES (8u << 20)    /* stop reading calls while this much output is queued */
-#define OUT_MAX_BYTES (512u << 20)     /* hard cap (bounded anyway by inflight x max reply) */
+#define NFS_ACCEPT_BACKOFF_MS 100
+/* A client that sends calls but does not read replies is dropped once this much output
+ * is queued for it, or, while all connections together hold OUT_TOTAL_MAX_BYTES, once it
+ * has more than OUT_FAIR_BYTES queued (so a client that reads is never the one dropped).
+ * Calls already read keep producing replies after reading pauses: up to
+ * CONN_MAX_INFLIGHT replies of 1 MiB each. */
+#define OUT_MAX_BYTES (64u << 20)
+#define OUT_TOTAL_MAX_BYTES (128u << 20)
+#define OUT_FAIR_BYTES (2u << 20)
 
 enum { TAG_CONN = 0, TAG_LISTEN = 1, TAG_STOP = 2 };
 struct ep_tag { int kind; int idx; };
 static struct ep_tag listen_tags[3] = { { TAG_LISTEN, 0 }, { TAG_LISTEN, 1 }, { TAG_LISTEN, 2 } };
 static struct ep_tag stop_tag = { TAG_STOP, 0 };
 
+/* Records c's queued output, here and in the server-wide total; caller holds send_lock. */
+static void set_queued(struct nfs_conn *c, size_t n)
+{
+    size_t old = atomic_exchange(&c->out_queued, n);
+    if (n >= old) atomic_fetch_add(&c->srv->out_total, n - old);
+    else atomic_fetch_sub(&c->srv->out_total, old - n);
+}
+
 static void conn_put(struct nfs_conn *c)
 {
     if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
+        if (c->srv) set_queued(c, 0);
         close(c->fd);
         rm_free(&c->rm);
         free(c->out);
@@ -82,7 +99,7 @@ static int send_some(struct nfs_conn *c, const uint8_t *p, size_t len, size_t *o
 {
     while (*off < len) {
         ssize_t n = send(c->fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) { *off += (size_t)n; continue; }
+        if (n > 0) { *off += (size_t)n; atomic_store(&c->last_io_ns, nasd_now_ns()); continue; }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
         return -1;
@@ -102,8 +119,10 @@ void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
     if (!out_pending(c) && send_some(c, buf, len, &off) < 0) { conn_kill(c); goto out; }
     if (off < len) {
         size_t rest = len - off;
-        if (out_pending(c) + rest > OUT_MAX_BYTES) {
-            log_warn("nfs: client %s not reading replies; dropping connection", c->peer_str);
+        if (out_pending(c) + rest > OUT_MAX_BYTES ||
+            (atomic_load(&c->srv->out_total) + rest > OUT_TOTAL_MAX_BYTES && out_pending(c) + rest > OUT_FAIR_BYTES)) {
+            log_warn("nfs: client %s not reading replies (%zu bytes queued, %zu on all connections); "
+                     "dropping connection", c->peer_str, out_pending(c), (size_t)atomic_load(&c->srv->out_total));
             conn_kill(c);
             goto out;
         }
@@ -123,7 +142,7 @@ void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
         }
         memcpy(c->out + c->out_len, buf + off, rest);
         c->out_len += rest;
-        atomic_store(&c->out_queued, out_pending(c));
+        set_queued(c, out_pending(c));
         conn_update_events_locked(c);
     }
 out:
@@ -140,7 +159,7 @@ static void conn_flush(struct nfs_conn *c)
         c->out_off = c->out_len = 0;
         if (c->out_cap > (4u << 20)) { free(c->out); c->out = NULL; c->out_cap = 0; }
     }
-    atomic_store(&c->out_queued, out_pending(c));
+    set_queued(c, out_pending(c));
     if (atomic_load(&c->paused) && conn_may_resume(c)) atomic_store(&c->paused, 0);
     conn_update_events_locked(c);
     pthread_mutex_unlock(&c->send_lock);
@@ -156,22 +175,22 @@ static int drc_wants(const struct rpc_call *c)
 }
 
 /* 1: the call was answered from the cache or dropped as a duplicate in progress. */
-static int drc_check(struct nfs_worker *w, struct nfs_req *r, const struct nfs_ctx *c,
+static int drc_check(struct nfs_worker *w, struct nfs_conn *conn, const struct nfs_ctx *c,
                      const struct xdr_dec *args, uint32_t *slot)
 {
     struct nfs_drc_key k;
-    nfs_drc_key_init(&k, &r->conn->peer, c->call.xid, c->call.prog, c->call.vers, c->call.proc,
+    nfs_drc_key_init(&k, &conn->peer, c->call.xid, c->call.prog, c->call.vers, c->call.proc,
                      args->p, (size_t)(args->end - args->p));
     size_t len = 0;
     switch (nfs_drc_begin(w->srv->drc, &k, w->rbuf + 4, &len, slot)) {
     case NFS_DRC_REPLAY:
-        log_debug("nfs: %s retransmitted xid %08x (proc %u): cached reply", r->conn->peer_str,
+        log_debug("nfs: %s retransmitted xid %08x (proc %u): cached reply", conn->peer_str,
                   c->call.xid, c->call.proc);
-        nfs_conn_send_reply(r->conn, w->rbuf, len + 4);
+        nfs_conn_send_reply(conn, w->rbuf, len + 4);
         return 1;
     case NFS_DRC_IN_PROGRESS:
         log_debug("nfs: %s retransmitted xid %08x (proc %u) still in progress: dropped",
-                  r->conn->peer_str, c->call.xid, c->call.proc);
+                  conn->peer_str, c->call.xid, c->call.proc);
         return 1;
     case NFS_DRC_UNTRACKED:
         *slot = UINT32_MAX;
@@ -182,27 +201,28 @@ static int drc_check(struct nfs_worker *w, struct nfs_req *r, const struct nfs_c
     return 0;
 }
 
-static void handle_request(struct nfs_worker *w, struct nfs_req *r)
+size_t nfs_server_handle_record(struct nfs_worker *w, struct nfs_conn *conn, const uint8_t *rec, size_t len,
+                                uint64_t t_arrive)
 {
     struct nfs_server *s = w->srv;
     uint64_t cpu0 = nasd_thread_cpu_ns();
     struct xdr_dec d;
-    xdr_dec_init(&d, r->rec, r->len);
+    xdr_dec_init(&d, rec, len);
     struct xdr_enc e;
     xdr_enc_init(&e, w->rbuf + 4, NFS_REPLY_CAP);
-    struct nfs_ctx c = { .srv = s, .w = w, .conn = r->conn, .args = &d, .res = &e, .kind = NASD_OP_OTHER };
+    struct nfs_ctx c = { .srv = s, .w = w, .conn = conn, .args = &d, .res = &e, .kind = NASD_OP_OTHER };
     uint32_t drc_slot = UINT32_MAX;
     enum rpc_parse_result pr = rpc_parse_call(&d, &c.call);
     switch (pr) {
     case RPC_PARSE_DROP:
-        log_debug("nfs: %s sent an undecodable RPC message; closing", r->conn->peer_str);
-        conn_kill(r->conn);
-        return;
+        log_debug("nfs: %s sent an undecodable RPC message; closing", conn->peer_str);
+        conn_kill(conn);
+        return 0;
     case RPC_PARSE_RPC_MISMATCH: rpc_put_rpc_mismatch(&e, c.call.xid); break;
     case RPC_PARSE_BADCRED: rpc_put_auth_error(&e, c.call.xid, AUTH_BADCRED); break;
     case RPC_PARSE_WEAKAUTH: rpc_put_auth_error(&e, c.call.xid, AUTH_TOOWEAK); break;
     case RPC_PARSE_OK:
-        if (s->drc && drc_wants(&c.call) && drc_check(w, r, &c, &d, &drc_slot)) return;
+        if (s->drc && drc_wants(&c.call) && drc_check(w, conn, &c, &d, &drc_slot)) return 0;
         if (c.call.prog == PROG_NFS) nfs3_dispatch(&c);
         else if (c.call.prog == PROG_MOUNT) nfs_mount_dispatch(&c);
         else if (c.call.prog == PROG_PORTMAP) nfs_portmap_dispatch(&c);
@@ -217,12 +237,13 @@ static void handle_request(struct nfs_worker *w, struct nfs_req *r)
     }
     /* cached before sending so that a retransmission racing the reply is answered too */
     if (drc_slot != UINT32_MAX) nfs_drc_done(s->drc, drc_slot, w->rbuf + 4, e.len);
-    nfs_conn_send_reply(r->conn, w->rbuf, e.len + 4);
+    nfs_conn_send_reply(conn, w->rbuf, e.len + 4);
     if (c.exp) {
-        nasd_stats_record(c.exp->stats, c.kind, c.bytes, nasd_now_ns() - r->t_arrive,
+        nasd_stats_record(c.exp->stats, c.kind, c.bytes, nasd_now_ns() - t_arrive,
                           nasd_thread_cpu_ns() - cpu0, c.status != 0);
         nfs_export_put(c.exp);
     }
+    return e.len;
 }
 
 static void *worker_main(void *arg)
@@ -243,7 +264,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&s->qlock);
 
         struct nfs_conn *conn = r->conn;
-        if (!atomic_load(&conn->dead)) handle_request(w, r);
+        if (!atomic_load(&conn->dead)) nfs_server_handle_record(w, conn, r->rec, r->len, r->t_arrive);
         free(r->rec);
         free(r);
         atomic_fetch_sub(&conn->inflight, 1);
@@ -290,6 +311,7 @@ static void queue_batch(struct nfs_server *s, struct batch *b)
 
 static void conn_close(struct nfs_server *s, struct nfs_conn *c)
 {
+    nfs_conn_limit_release(&s->limits, &c->peer);
     if (c->cprev) c->cprev->cnext = c->cnext; else s->conns = c->cnext;
     if (c->cnext) c->cnext->cprev = c->cprev;
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -306,6 +328,7 @@ static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
         if (n <= 0) { closing = 1; break; }
+        atomic_store(&c->last_io_ns, b.now);
         int e = rm_feed(&c->rm, buf, (size_t)n, on_record, &b);
         if (e < 0) {
             log_warn("nfs: %s: bad record marking (%s); closing", c->peer_str,
@@ -329,38 +352,88 @@ static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf
     }
 }
 
-static void accept_all(struct nfs_server *s, int lfd)
+static void listeners_enable(struct nfs_server *s, int on)
 {
+    for (int i = 0; i < 3; i++) {
+        if (s->listen_fd[i] < 0) continue;
+        struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &listen_tags[i] };
+        epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd[i], &ev);
+    }
+}
+
+static void peer_string(const struct sockaddr_storage *ss, char *out, size_t outlen)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)ss)->sin_addr, host, sizeof host);
+    else if (ss->ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof host);
+    snprintf(out, outlen, "%s", host);
+}
+
+/* idx: 0 NFS, 1 MOUNT, 2 portmap. */
+static void accept_all(struct nfs_server *s, int idx)
+{
+    int lfd = s->listen_fd[idx];
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) log_warn("nfs: accept: %s", strerror(errno));
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            /* out of descriptors or memory: stop accepting for a moment instead of spinning */
+            log_warn("nfs: accept: %s; not accepting for %d ms", strerror(errno), NFS_ACCEPT_BACKOFF_MS);
+            listeners_enable(s, 0);
+            s->accept_resume_ns = nasd_now_ns() + NFS_ACCEPT_BACKOFF_MS * 1000000ull;
             return;
+        }
+        char host[64];
+        peer_string(&ss, host, sizeof host);
+        if (idx < 2 && !nfs_exports_admit(s, &ss)) {
+            log_info("nfs: connection from %s refused: no export admits this client", host);
+            close(fd);
+            continue;
+        }
+        if (nfs_conn_limit_take(&s->limits, &ss, s->max_conns, s->max_per_addr)) {
+            log_warn("nfs: connection from %s refused: %u connections (%u from this address) is the limit",
+                     host, s->max_conns, s->max_per_addr);
+            close(fd);
+            continue;
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct nfs_conn *c = calloc(1, sizeof *c);
-        if (!c) { close(fd); continue; }
+        if (!c) { nfs_conn_limit_release(&s->limits, &ss); close(fd); continue; }
         c->kind = TAG_CONN;
         c->fd = fd;
         c->srv = s;
         c->peer = ss;
         atomic_init(&c->refs, 1);
+        atomic_init(&c->last_io_ns, nasd_now_ns());
         pthread_mutex_init(&c->send_lock, NULL);
         rm_init(&c->rm, NFS_MAX_RECORD);
-        char host[INET6_ADDRSTRLEN] = "?";
-        if (ss.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
-        else if (ss.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
         snprintf(c->peer_str, sizeof c->peer_str, "%s", host);
         c->ep_events = EPOLLIN | EPOLLRDHUP;
         struct epoll_event ev = { .events = c->ep_events, .data.ptr = c };
-        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) { conn_put(c); continue; }
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            nfs_conn_limit_release(&s->limits, &ss);
+            conn_put(c);
+            continue;
+        }
         c->cnext = s->conns;
         if (s->conns) s->conns->cprev = c;
         s->conns = c;
+    }
+}
+
+/* Closes connections silent for the idle timeout with no call in flight. */
+static void sweep_idle(struct nfs_server *s, uint64_t now)
+{
+    for (struct nfs_conn *c = s->conns, *n; c; c = n) {
+        n = c->cnext;
+        if (atomic_load(&c->inflight) == 0 && now - atomic_load(&c->last_io_ns) > s->idle_ns) {
+            log_debug("nfs: closing idle connection from %s", c->peer_str);
+            conn_close(s, c);
+        }
     }
 }
 
@@ -371,16 +444,25 @@ static void *net_main(void *arg)
     uint8_t *buf = malloc(bufsz);
     struct epoll_event evs[64];
     while (buf) {
-        int n = epoll_wait(s->epfd, evs, 64, -1);
-        if (n < 0) { if (errno == EINTR) continue; log_err("nfs: epoll_wait: %s", strerror(errno)); break; }
+        int n = epoll_wait(s->epfd, evs, 64, s->accept_resume_ns ? NFS_ACCEPT_BACKOFF_MS : 1000);
+        if (n < 0 && errno != EINTR) { log_err("nfs: epoll_wait: %s", strerror(errno)); break; }
         for (int i = 0; i < n; i++) {
             struct ep_tag *t = evs[i].data.ptr;
             if (t->kind == TAG_STOP) goto out;
-            if (t->kind == TAG_LISTEN) { accept_all(s, s->listen_fd[t->idx]); continue; }
+            if (t->kind == TAG_LISTEN) { if (!s->accept_resume_ns) accept_all(s, t->idx); continue; }
             struct nfs_conn *c = (struct nfs_conn *)t;
             if (evs[i].events & EPOLLOUT) conn_flush(c);   /* never frees c */
             if (evs[i].events & EPOLLIN) conn_readable(s, c, buf, bufsz);
             else if (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) conn_close(s, c);
+        }
+        uint64_t now = nasd_now_ns();   /* timers run after the batch: no event refers to a closed conn */
+        if (s->accept_resume_ns && now >= s->accept_resume_ns) {
+            s->accept_resume_ns = 0;
+            listeners_enable(s, 1);
+        }
+        if (now >= s->next_sweep_ns) {
+            sweep_idle(s, now);
+            s->next_sweep_ns = now + 1000000000ull;
         }
     }
 out:
@@ -388,7 +470,7 @@ out:
     return NULL;
 }
 
-static int listen_on(const char *addr, int port, int *bound_port, char *err, size_t errlen)
+static int listen_on(const char *addr, int port, int do_listen, int *bound_port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -410,7 +492,7 @@ static int listen_on(const char *addr, int port, int *bound_port, char *err, siz
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 128) < 0) {
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) < 0 || (do_listen && listen(fd, 128) < 0)) {
         snprintf(err, errlen, "cannot listen on %s:%d: %s", addr, port, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
@@ -429,11 +511,27 @@ static int have_cap_dac_read_search(void)
     return !!(d[0].effective & (1u << CAP_DAC_READ_SEARCH));
 }
 
+int nfs_server_listen(struct nfs_server *s, char *err, size_t errlen)
+{
+    for (int i = 0; i < 3; i++) {
+        if (s->listen_fd[i] < 0) continue;
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &listen_tags[i] };
+        if (listen(s->listen_fd[i], 128) || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd[i], &ev)) {
+            snprintf(err, errlen, "nfs: listen on port %d: %s", s->port[i], strerror(errno));
+            return -errno;
+        }
+    }
+    return 0;
+}
+
 struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err, size_t errlen)
 {
     struct nfs_server *s = calloc(1, sizeof *s);
     if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
     s->cfg = *cfg;
+    s->max_conns = cfg->max_conns ? cfg->max_conns : NFS_DEFAULT_MAX_CONNS;
+    s->max_per_addr = cfg->max_conns_per_addr ? cfg->max_conns_per_addr : NFS_DEFAULT_MAX_CONNS_PER_ADDR;
+    s->idle_ns = (uint64_t)(cfg->idle_timeout_s ? cfg->idle_timeout_s : NFS_DEFAULT_IDLE_TIMEOUT_S) * 1000000000ull;
     s->epfd = s->stop_fd = -1;
     for (int i = 0; i < 3; i++) s->listen_fd[i] = -1;
     pthread_rwlock_init(&s->exports_lock, NULL);
@@ -453,7 +551,7 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
     int ports[3] = { cfg->nfs_port, cfg->mount_port, cfg->portmap_port };
     for (int i = 0; i < 3; i++) {
         if (ports[i] < 0) continue;
-        s->listen_fd[i] = listen_on(addr, ports[i], &s->port[i], err, errlen);
+        s->listen_fd[i] = listen_on(addr, ports[i], !cfg->held, &s->port[i], err, errlen);
         if (s->listen_fd[i] < 0) goto fail;
     }
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -461,7 +559,7 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
     if (s->epfd < 0 || s->stop_fd < 0) { snprintf(err, errlen, "epoll: %s", strerror(errno)); goto fail; }
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &stop_tag };
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->stop_fd, &ev);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 && !cfg->held; i++) {
         if (s->listen_fd[i] < 0) continue;
         ev.data.ptr = &listen_tags[i];
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd[i], &ev);
@@ -519,6 +617,7 @@ void nfs_server_stop(struct nfs_server *s)
     for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
     /* Workers drained the queue; drop the network thread's connection refs. */
     while (s->conns) conn_close(s, s->conns);
+    nfs_conn_limit_clear(&s->limits);
     for (int i = 0; i < 3; i++) if (s->listen_fd[i] >= 0) close(s->listen_fd[i]);
     close(s->epfd);
     close(s->stop_fd);

@@ -65,6 +65,7 @@ void st_slot_done(struct st_slot *s, int status)
     s->busy = 0;
     d->inflight--;
     if (s->measure) st_measure_op(d->r, lat, s->len, status == 0);
+    if (status) st_note_error(d->r, status, d->io->errmsg ? d->io->errmsg(d->io->ctx) : NULL);
     d->done(d, s, status);
 }
 

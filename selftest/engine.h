@@ -43,7 +43,20 @@ struct st_run {
     char first_bad[160];
     uint32_t io_size;
     char error[512];
+    /* failed requests by kind (ST_ERR_*), the first one's message */
+    uint64_t err_kind[7];
+    char first_error[256];
 };
+
+/* Why requests failed: what a user can act on. */
+enum { ST_ERR_NOSPC, ST_ERR_QUOTA, ST_ERR_EIO, ST_ERR_TIMEOUT, ST_ERR_LOGIN, ST_ERR_CONNECTION, ST_ERR_OTHER };
+const char *st_err_name(int kind);
+/* Kind of a failed request from its -errno and the client library's message. */
+int st_err_kind(int status, const char *msg);
+/* Counts one failed request (status -errno, msg may be NULL). */
+void st_note_error(struct st_run *r, int status, const char *msg);
+/* The kind most requests failed with, or -1 when none failed. */
+int st_main_cause(const struct st_run *r);
 
 /* Back-end of the block driver: asynchronous reads/writes at byte offsets. */
 struct st_slot {

@@ -126,7 +126,31 @@ static void *job_thread(void *arg)
     int rc = j->req.type == EXPORT_ISCSI ? st_run_iscsi(r) : st_run_nfs(r);
     if (rc && atomic_load(&j->cancel) && !strcmp(r->error, "cancelled"))
         snprintf(r->error, sizeof r->error, "cancelled: nasd is shutting down");
+    /* a run whose requests failed or whose data did not verify failed, whatever it measured */
+    int cause = st_main_cause(r);
+    if (!rc && (r->errors || cause >= 0)) {
+        uint64_t failed = 0;
+        for (int k = 0; k <= ST_ERR_OTHER; k++) failed += r->err_kind[k];
+        snprintf(r->error, sizeof r->error, "%llu of %llu requests failed (%s): %s",
+                 (unsigned long long)failed, (unsigned long long)(failed + r->ops + r->verified), st_err_name(cause),
+                 r->first_error);
+        rc = -1;
+    } else if (!rc && r->bad) {
+        snprintf(r->error, sizeof r->error, "%llu blocks did not verify: %s", (unsigned long long)r->bad, r->first_bad);
+        rc = -1;
+    }
+    if (rc && cause < 0 && r->bad) cause = -2;
+    if (rc && cause == -1) cause = st_err_kind(0, r->error);
+    /* no measurement (e.g. the login failed): no result; row_json derives the cause from the error */
     json_t *result = r->run_end_ns ? result_json(r) : json_null();
+    if (r->run_end_ns) {
+        json_object_set_new(result, "cause", rc ? json_string(cause == -2 ? "INTEGRITY" : st_err_name(cause)) : json_null());
+        json_t *kinds = json_object();
+        for (int k = 0; k <= ST_ERR_OTHER; k++)
+            if (r->err_kind[k]) json_object_set_new(kinds, st_err_name(k), json_integer((json_int_t)r->err_kind[k]));
+        json_object_set_new(result, "error_kinds", kinds);
+        if (r->first_error[0]) json_object_set_new(result, "first_error", json_string(r->first_error));
+    }
     pthread_mutex_lock(&j->lock);
     if (!rc) j->progress = 1.0;
     json_t *timeline = json_deep_copy(j->timeline);
@@ -144,6 +168,10 @@ static void *job_thread(void *arg)
                   json_string_value(json_object_get(result, "integrity")));
     json_decref(result);
     json_decref(timeline);
+    /* release the dataset now, not when the job is reaped: a delete right after the job
+     * must find it free */
+    nasd_fsroot_put(r->tgt.fs);
+    r->tgt.fs = NULL;
     pthread_mutex_lock(&j->m->lock);
     j->finished = 1;
     pthread_cond_broadcast(&j->m->changed);
@@ -324,6 +352,14 @@ static json_t *row_json(struct selftest_mgr *m, json_t *row)
         "error", json_object_get(row, "error"));
     if (!o) return NULL;
     json_object_set_new(o, "progress", json_real(json_number_value(json_object_get(row, "progress"))));
+    /* state (= status), cause of a failure (NOSPC, QUOTA, EIO, TIMEOUT, LOGIN, CONNECTION,
+     * INTEGRITY, ERROR) and failed requests, at the top for the UI */
+    json_t *res = json_object_get(row, "result");
+    const char *st = jstr(row, "status"), *cause = json_string_value(json_object_get(res, "cause"));
+    if (!cause && !strcmp(st, "failed")) cause = st_err_name(st_err_kind(0, jstr(row, "error")));
+    json_object_set_new(o, "state", json_string(st));
+    json_object_set_new(o, "cause", cause ? json_string(cause) : json_null());
+    json_object_set_new(o, "errors", json_integer(json_integer_value(json_object_get(res, "errors"))));
     pthread_mutex_lock(&m->lock);
     for (struct st_job *j = m->jobs; j; j = j->next) {
         if (j->id != id || j->finished) continue;

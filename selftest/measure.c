@@ -1,8 +1,11 @@
 /* Self-test measurement: op accounting, per-second timeline, progress. */
+#define _GNU_SOURCE
 #include "selftest/engine.h"
 #include "util/stats.h"
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 void st_set_progress(struct st_run *r, double p)
 {
@@ -23,6 +26,38 @@ void st_note_bad(struct st_run *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->first_bad, sizeof r->first_bad, fmt, ap);
     va_end(ap);
+}
+
+static const char *const err_names[] = { "NOSPC", "QUOTA", "EIO", "TIMEOUT", "LOGIN", "CONNECTION", "ERROR" };
+
+const char *st_err_name(int kind) { return kind >= 0 && kind <= ST_ERR_OTHER ? err_names[kind] : NULL; }
+
+int st_err_kind(int status, const char *msg)
+{
+    msg = msg ? msg : "";
+    /* libnfs reports NFS3ERR_* in the message with an errno that is not always the same */
+    if (status == -EDQUOT || strstr(msg, "DQUOT")) return ST_ERR_QUOTA;
+    if (status == -ENOSPC || strstr(msg, "NOSPC") || strstr(msg, "SPACE ALLOCATION FAILED")) return ST_ERR_NOSPC;
+    if (status == -ETIMEDOUT || strcasestr(msg, "timeout") || strcasestr(msg, "timed out")) return ST_ERR_TIMEOUT;
+    if (strcasestr(msg, "login")) return ST_ERR_LOGIN;
+    if (status == -ECONNRESET || status == -EPIPE || strcasestr(msg, "connection")) return ST_ERR_CONNECTION;
+    if (status == -EIO || strstr(msg, "NFS3ERR_IO") || strstr(msg, "MEDIUM ERROR")) return ST_ERR_EIO;
+    return ST_ERR_OTHER;
+}
+
+void st_note_error(struct st_run *r, int status, const char *msg)
+{
+    r->err_kind[st_err_kind(status, msg)]++;
+    if (!r->first_error[0])
+        snprintf(r->first_error, sizeof r->first_error, "%s", msg && *msg ? msg : strerror(status < 0 ? -status : EIO));
+}
+
+int st_main_cause(const struct st_run *r)
+{
+    int best = -1;
+    for (int k = 0; k <= ST_ERR_OTHER; k++)
+        if (r->err_kind[k] && (best < 0 || r->err_kind[k] > r->err_kind[best])) best = k;
+    return best;
 }
 
 void st_measure_start(struct st_run *r)

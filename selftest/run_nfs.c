@@ -57,7 +57,9 @@ static void io_cb(int err, struct nfs_context *nfs, void *data, void *private_da
     if (!closing) {
         if (err < 0) {
             rc = err;
-            snprintf(q->c->err, sizeof q->c->err, "%s", data ? (const char *)data : strerror(-err));
+            /* libnfs 4 passes no message in data for failed WRITEs; the context has it (NFS3ERR_*) */
+            const char *why = nfs_get_error(nfs);
+            snprintf(q->c->err, sizeof q->c->err, "%s", why && *why ? why : strerror(-err));
         } else if ((uint32_t)err != s->len) {
             rc = -EIO; /* short read/write */
         } else if (!s->write) {
@@ -108,7 +110,9 @@ static void md_cb(int err, struct nfs_context *nfs, void *data, void *private_da
     m->busy = 0;
     st_measure_op(m->r, lat, 0, err >= 0);
     if (err < 0) {
-        snprintf(m->c->err, sizeof m->c->err, "%s", data ? (const char *)data : strerror(-err));
+        const char *why = nfs_get_error(nfs);
+        snprintf(m->c->err, sizeof m->c->err, "%s", why && *why ? why : data ? (const char *)data : strerror(-err));
+        st_note_error(m->r, err, m->c->err);
         m->stage = 0; /* start over with a new name; an orphan is caught by the final listing */
         m->n++;
         return;

@@ -2,13 +2,16 @@
 #define _GNU_SOURCE
 #include "nasd/appliance/appliance.h"
 #include "iscsi/iscsi.h"
+#include "util/flock.h"
 #include "util/log.h"
 #include "nfs/nfs.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static struct export_rt *rt_find(struct appliance *a, enum export_type t, int64_t id, int create)
 {
@@ -235,30 +238,82 @@ static void restore(struct appliance *a)
     }
 }
 
+void appliance_apply_discovery_auth(struct appliance *a)
+{
+    static const char *keys[4] = { "iscsi_discovery_chap_user", "iscsi_discovery_chap_secret",
+                                   "iscsi_discovery_mutual_user", "iscsi_discovery_mutual_secret" };
+    struct iscsi_chap d = { 0 };
+    char *dst[4] = { d.user, d.secret, d.muser, d.msecret };
+    if (!a->iscsi) return;
+    for (int i = 0; i < 4; i++) {
+        char *v = db_setting_get(&a->db, keys[i]);
+        if (v) snprintf(dst[i], 64, "%s", v);
+        free(v);
+    }
+    iscsi_server_set_discovery_auth(a->iscsi, &d);
+}
+
 static int start_services(struct appliance *a, char *err, size_t errlen)
 {
     if (a->cfg.iscsi_portal[0]) {
-        a->iscsi = iscsi_server_start(a->cfg.iscsi_portal, 0, err, errlen);
+        a->iscsi = iscsi_server_start_held(a->cfg.iscsi_portal, 0, err, errlen);
         if (!a->iscsi) return -1;
-        log_info("iSCSI target listening on %s", a->cfg.iscsi_portal);
+        appliance_apply_discovery_auth(a);
     }
     if (a->cfg.nfs_bind[0]) {
         struct nfs_server_cfg nc = { .nfs_port = a->cfg.nfs_port, .mount_port = a->cfg.mount_port,
-                                     .portmap_port = a->cfg.portmap_port };
+                                     .portmap_port = a->cfg.portmap_port, .held = 1 };
         snprintf(nc.bind_addr, sizeof nc.bind_addr, "%s", a->cfg.nfs_bind);
         snprintf(nc.state_dir, sizeof nc.state_dir, "%s/nfs", a->cfg.state_dir);
         mkdir(nc.state_dir, 0700);
         a->nfs = nfs_server_start(&nc, err, errlen);
         if (!a->nfs) return -1;
-        log_info("NFS server on %s: nfs %d, mount %d, portmap %d", nc.bind_addr, nfs_server_nfs_port(a->nfs),
+    }
+    return 0;
+}
+
+/* After restore: the services start taking connections, every export already in place. */
+static int open_services(struct appliance *a, char *err, size_t errlen)
+{
+    if (a->iscsi) {
+        if (iscsi_server_listen(a->iscsi, err, errlen)) return -1;
+        log_info("iSCSI target listening on %s", a->cfg.iscsi_portal);
+    }
+    if (a->nfs) {
+        if (nfs_server_listen(a->nfs, err, errlen)) return -1;
+        log_info("NFS server on %s: nfs %d, mount %d, portmap %d", a->cfg.nfs_bind, nfs_server_nfs_port(a->nfs),
                  nfs_server_mount_port(a->nfs), a->cfg.portmap_port);
     }
+    return 0;
+}
+
+/* One daemon per state directory and database: a second nasd on either would import the
+ * same pools and replay their journals under the first one's feet. */
+static int take_lock(const char *path, const char *shown, const char *what, int *fdp, char *err, size_t errlen)
+{
+    pid_t holder = 0;
+    int fd = nasd_flock_open(path, O_RDWR | O_CREAT, &holder);
+    if (fd == -EWOULDBLOCK) {
+        if (!holder) {   /* /proc/locks unreadable: the pid the holder wrote into the lock file */
+            FILE *f = fopen(path, "r");
+            int pid = 0;
+            if (f && fscanf(f, "%d", &pid) == 1 && pid > 0 && strstr(what, "state")) holder = pid;
+            if (f) fclose(f);
+        }
+        if (holder) snprintf(err, errlen, "%s %s is in use by another nasd (pid %d); one daemon per %s", what, shown,
+                             (int)holder, what);
+        else snprintf(err, errlen, "%s %s is locked by another process; one daemon per %s", what, shown, what);
+        return -1;
+    }
+    if (fd < 0) { snprintf(err, errlen, "cannot lock %s %s: %s", what, shown, strerror(-fd)); return -1; }
+    *fdp = fd;
     return 0;
 }
 
 int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
+    a->state_lock_fd = a->db_lock_fd = -1;
     a->cfg = *cfg;
     a->started = time(NULL);
     pthread_mutex_init(&a->lock, NULL);
@@ -268,12 +323,21 @@ int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *er
     }
     char abs[1024];
     if (realpath(cfg->state_dir, abs)) snprintf(a->cfg.state_dir, sizeof a->cfg.state_dir, "%s", abs);
+    char lock[1100];
+    snprintf(lock, sizeof lock, "%s/nasd.lock", a->cfg.state_dir);
+    if (take_lock(lock, a->cfg.state_dir, "state directory", &a->state_lock_fd, err, errlen)) return -1;
+    if (ftruncate(a->state_lock_fd, 0) == 0) dprintf(a->state_lock_fd, "%d\n", (int)getpid());
+    /* the DB file itself (SQLite uses POSIX locks, which flock does not interfere with);
+     * this fd stays open until after db_close, so SQLite's own locks are never dropped */
+    if (take_lock(cfg->db_path, cfg->db_path, "database", &a->db_lock_fd, err, errlen)) return -1;
     if (db_open(&a->db, cfg->db_path, err, errlen)) return -1;
     a->storage = storage_new(a->cfg.state_dir, a->cfg.cache_bytes);
     if (!a->storage) { snprintf(err, errlen, "out of memory"); return -1; }
+    /* ports are bound first (a taken port fails the start at once) but connections are
+     * refused until pools and exports are restored: never "target not found" / NOENT */
     if (start_services(a, err, errlen)) return -1;
     restore(a);
-    return 0;
+    return open_services(a, err, errlen);
 }
 
 void appliance_stop(struct appliance *a)
@@ -291,4 +355,7 @@ void appliance_stop(struct appliance *a)
     storage_free(a->storage);
     a->storage = NULL;
     db_close(&a->db);
+    if (a->db_lock_fd >= 0) close(a->db_lock_fd);
+    if (a->state_lock_fd >= 0) close(a->state_lock_fd);
+    a->db_lock_fd = a->state_lock_fd = -1;
 }

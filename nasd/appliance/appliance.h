@@ -34,6 +34,7 @@ struct appliance {
     pthread_mutex_t lock;         /* config changes and the export list */
     struct export_rt *exports;
     time_t started;
+    int state_lock_fd, db_lock_fd; /* exclusive flocks held for the daemon's life (-1: none) */
 };
 
 /* Open DB and storage, start the services, restore pools and exports. */
@@ -45,6 +46,8 @@ void appliance_stop(struct appliance *a);
 int appliance_apply_export(struct appliance *a, enum export_type t, int64_t id, char *err, size_t errlen);
 /* Stop serving an export (before its DB row is deleted). */
 void appliance_remove_export(struct appliance *a, enum export_type t, int64_t id);
+/* iSCSI discovery CHAP from the settings table (iscsi_discovery_{chap,mutual}_{user,secret}). */
+void appliance_apply_discovery_auth(struct appliance *a);
 /* Re-apply every export that uses this dataset (quota change etc.). */
 void appliance_dataset_changed(struct appliance *a, int64_t dataset_id);
 /* Is the export currently served by its service? */

@@ -88,11 +88,54 @@ int storage_dataset_create(struct storage *st, const char *pool, const char *nam
     return rc;
 }
 
+/* Holders of an open dataset besides the storage itself (exports, self-tests);
+ * storage.lock held. */
+static int dataset_holders(struct pool *p, const char *name)
+{
+    for (struct open_dataset *d = p->datasets; d; d = d->next)
+        if (!strcmp(d->name, name)) return atomic_load(&d->fs->refs) - 1;
+    return 0;
+}
+
+int datasets_busy(struct storage *st, struct pool *p, const char *name, char *err, size_t errlen)
+{
+    /* a just-removed export or a finishing self-test may drop its reference shortly */
+    for (int i = 0; i < 100; i++) {
+        pthread_mutex_lock(&st->lock);
+        int n = 0;
+        const char *who = NULL;
+        for (struct open_dataset *d = p->datasets; d; d = d->next) {
+            if (name && strcmp(d->name, name)) continue;
+            int h = dataset_holders(p, d->name);
+            if (h > 0 && !who) who = d->name;
+            n += h;
+        }
+        char first[64];
+        snprintf(first, sizeof first, "%s", who ? who : "");
+        pthread_mutex_unlock(&st->lock);
+        if (!n) return 0;
+        if (i == 99) {
+            snprintf(err, errlen, "dataset %s/%s is still in use (%d open references: an export or a running "
+                     "self-test); nothing was deleted", p->name, first, n);
+            return -EBUSY;
+        }
+        usleep(20000);
+    }
+    return 0;
+}
+
 int storage_dataset_destroy(struct storage *st, const char *pool, const char *name, char *err, size_t errlen)
 {
     struct pool *p = find_pool(st, pool);
     if (!p) { snprintf(err, errlen, "pool %s not found", pool); return -ENOENT; }
+    int busy = datasets_busy(st, p, name, err, errlen);
+    if (busy) return busy;
     pthread_mutex_lock(&st->lock);
+    if (dataset_holders(p, name) > 0) {  /* opened again meanwhile */
+        pthread_mutex_unlock(&st->lock);
+        snprintf(err, errlen, "dataset %s/%s is in use again; nothing was deleted", pool, name);
+        return -EBUSY;
+    }
     dataset_forget(p, name);
     pthread_mutex_unlock(&st->lock);
     char vol[64];

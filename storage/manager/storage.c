@@ -4,6 +4,7 @@
 #include "storage/manager/storage_impl.h"
 #include "util/log.h"
 #include "storage/pool/vpool.h"
+#include "storage/pool/vpool_owner.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@ struct storage *storage_new(const char *state_dir, uint64_t cache_bytes)
     snprintf(st->state_dir, sizeof st->state_dir, "%s", state_dir);
     st->cache_bytes = cache_bytes;
     pthread_mutex_init(&st->lock, NULL);
+    heartbeat_start(st);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/pools", state_dir);
     mkdir(state_dir, 0755);
@@ -34,11 +36,16 @@ struct storage *storage_new(const char *state_dir, uint64_t cache_bytes)
 void storage_free(struct storage *st)
 {
     if (!st) return;
+    heartbeat_stop(st);
     while (st->pools) {
         struct pool *p = st->pools;
         st->pools = p->next;
         datasets_close_all(p);         /* commits their filesystems */
-        if (p->vp) vpool_close(p->vp); /* flushes buffered writes */
+        if (p->vp) {
+            vpool_close(p->vp);        /* flushes buffered writes */
+            pool_owner_mark(p, VPOOL_OWNER_EXPORTED);
+        }
+        members_unlock(p->lock_fd, VPOOL_MAX_MEMBERS);
         free(p);
     }
     pthread_mutex_destroy(&st->lock);
@@ -69,14 +76,28 @@ void pool_dir(struct storage *st, const char *pool, const char *sub, const char 
              name ? "/" : "", name ? name : "");
 }
 
-static struct pool *add_pool(struct storage *st, const char *name, struct vpool *vp, const char *const *paths, int n)
+/* fds: the member locks taken for the paths given by the caller (lock_paths, in any order);
+ * they move into the pool, matched to its members by path, the rest are released. */
+static struct pool *add_pool(struct storage *st, const char *name, struct vpool *vp, const char *const *paths, int n,
+                             const char *const *lock_paths, int *fds, int nfds)
 {
     struct pool *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p) { members_unlock(fds, nfds); return NULL; }
     snprintf(p->name, sizeof p->name, "%s", name);
     p->vp = vp;
     p->nmembers = n;
+    for (int i = 0; i < VPOOL_MAX_MEMBERS; i++) p->lock_fd[i] = -1;
     for (int i = 0; i < n && i < VPOOL_MAX_MEMBERS; i++) snprintf(p->members[i], sizeof p->members[i], "%s", paths[i]);
+    for (int j = 0; vp && j < nfds; j++)
+        for (int i = 0; fds[j] >= 0 && i < n && i < VPOOL_MAX_MEMBERS; i++)
+            if (p->lock_fd[i] < 0 && !strcmp(paths[i], lock_paths[j])) { p->lock_fd[i] = fds[j]; fds[j] = -1; }
+    members_unlock(fds, nfds);   /* unavailable pools and stale duplicates hold nothing */
+    if (vp) {
+        struct vpool_status s;
+        vpool_get_status(vp, &s);
+        memcpy(p->uuid, s.uuid, 16);
+        pool_owner_mark(p, VPOOL_OWNER_ACTIVE);
+    }
     char d[PATH_MAX];
     pool_dir(st, name, NULL, NULL, d, sizeof d);
     mkdir(d, 0755);
@@ -124,14 +145,22 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
         spec[i].path = paths[i] = m[i].path;
         spec[i].create_size = m[i].create ? m[i].size : 0;
     }
-    struct vpool_opts o = { .cache_bytes = st->cache_bytes };
-    struct vpool *vp;
-    int rc = vpool_create(name, l, spec, n, &o, &vp, err, errlen);
+    int fds[VPOOL_MAX_MEMBERS], create[VPOOL_MAX_MEMBERS];
+    for (int i = 0; i < n; i++) create[i] = m[i].create;
+    int rc = members_lock(paths, create, n, fds, err, errlen);
     if (rc) {
         for (int i = 0; i < n; i++) if (m[i].create) unlink(m[i].path);
         return rc;
     }
-    if (!add_pool(st, name, vp, paths, n)) { vpool_destroy(vp); return -ENOMEM; }
+    struct vpool_opts o = { .cache_bytes = st->cache_bytes };
+    struct vpool *vp;
+    rc = vpool_create(name, l, spec, n, &o, &vp, err, errlen);
+    if (rc) {
+        members_unlock(fds, n);
+        for (int i = 0; i < n; i++) if (m[i].create) unlink(m[i].path);
+        return rc;
+    }
+    if (!add_pool(st, name, vp, paths, n, paths, fds, n)) { vpool_destroy(vp); return -ENOMEM; }
     return 0;
 }
 
@@ -142,8 +171,13 @@ int storage_pool_open(struct storage *st, const char *name, const char *layout,
     for (int i = 0; i < n && i < VPOOL_MAX_MEMBERS; i++) paths[i] = m[i].path;
     struct vpool_opts o = { .cache_bytes = st->cache_bytes };
     struct vpool *vp = NULL;
-    int rc = vpool_import(paths, n, &o, &vp, err, errlen);
-    struct pool *p = add_pool(st, name, rc ? NULL : vp, paths, n); /* kept even if unavailable, to show it */
+    int fds[VPOOL_MAX_MEMBERS];
+    int rc = members_lock(paths, NULL, n, fds, err, errlen);
+    if (!rc) rc = members_check_owner(paths, n, err, errlen);
+    if (!rc) rc = vpool_import(paths, n, &o, &vp, err, errlen);
+    if (rc) members_unlock(fds, n);
+    /* kept even if unavailable, to show it */
+    struct pool *p = add_pool(st, name, rc ? NULL : vp, paths, n, paths, fds, n);
     if (p && rc) snprintf(p->import_error, sizeof p->import_error, "%s", err);
     return rc;
 }
@@ -151,18 +185,27 @@ int storage_pool_open(struct storage *st, const char *name, const char *layout,
 int storage_pool_import(struct storage *st, const char *name, const char *const *paths, int n,
                         const char **layout, char *err, size_t errlen)
 {
+    return storage_pool_import_force(st, name, paths, n, 0, layout, err, errlen);
+}
+
+int storage_pool_import_force(struct storage *st, const char *name, const char *const *paths, int n, int force,
+                              const char **layout, char *err, size_t errlen)
+{
     if (find_pool(st, name)) { snprintf(err, errlen, "pool %s exists", name); return -EEXIST; }
     if (n < 1 || n > VPOOL_MAX_MEMBERS) { snprintf(err, errlen, "1..%d member paths", VPOOL_MAX_MEMBERS); return -EINVAL; }
     struct vpool_opts o = { .cache_bytes = st->cache_bytes };
     struct vpool *vp;
-    int rc = vpool_import(paths, n, &o, &vp, err, errlen);
-    if (rc) return rc;
+    int fds[VPOOL_MAX_MEMBERS];
+    int rc = members_lock(paths, NULL, n, fds, err, errlen);
+    if (!rc && !force) rc = members_check_owner(paths, n, err, errlen);
+    if (!rc) rc = vpool_import(paths, n, &o, &vp, err, errlen);
+    if (rc) { members_unlock(fds, n); return rc; }
     struct vpool_status s;
     vpool_get_status(vp, &s);
     *layout = vpool_layout_name(s.layout);
     const char *ordered[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < s.nmembers; i++) ordered[i] = s.members[i].path; /* label order, not argument order */
-    if (!add_pool(st, name, vp, ordered, s.nmembers)) { vpool_close(vp); return -ENOMEM; }
+    if (!add_pool(st, name, vp, ordered, s.nmembers, paths, fds, n)) { vpool_close(vp); return -ENOMEM; }
     return 0;
 }
 
@@ -184,13 +227,28 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
 {
     struct pool *p = find_pool(st, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return -ENOENT; }
+    int rc = datasets_busy(st, p, NULL, err, errlen);
+    if (rc) return rc;
     pthread_mutex_lock(&st->lock);
-    datasets_close_all(p);
+    datasets_close_all(p);   /* only the storage's references: reopened on demand if the destroy fails */
+    p->hb_off = 1;           /* no heartbeat may overwrite the "destroyed" mark below */
     pthread_mutex_unlock(&st->lock);
     if (p->vp) {
-        int rc = vpool_destroy(p->vp);
-        if (rc) { snprintf(err, errlen, "pool %s: %s", name, strerror(-rc)); return rc; }
+        rc = vpool_destroy(p->vp);
+        for (int i = 0; rc == -EBUSY && i < 100; i++) {  /* iSCSI commands of a just-removed export */
+            usleep(20000);
+            rc = vpool_destroy(p->vp);
+        }
+        if (rc) {
+            p->hb_off = 0;
+            snprintf(err, errlen, "pool %s: %s; nothing was deleted", name,
+                     rc == -EBUSY ? "a volume is still open (an iSCSI export?)" : strerror(-rc));
+            return rc;
+        }
+        /* a later pool create may reuse these without "force": their data was given up here */
+        for (int i = 0; i < p->nmembers; i++) vpool_mark_destroyed(p->members[i]);
     }
+    members_unlock(p->lock_fd, VPOOL_MAX_MEMBERS);
     pthread_mutex_lock(&st->lock);
     struct pool **pp = &st->pools;
     while (*pp != p) pp = &(*pp)->next;
@@ -267,8 +325,19 @@ int storage_pool_member(struct storage *st, const char *name, const char *op, in
         struct stat s;
         if (create_size && stat(new_path, &s) == 0) { snprintf(err, errlen, "%s already exists", new_path); return -EEXIST; }
         if (!create_size && stat(new_path, &s) != 0) { snprintf(err, errlen, "%s does not exist", new_path); return -ENOENT; }
+        int fd, cr = create_size > 0;
+        rc = members_lock(&new_path, &cr, 1, &fd, err, errlen);
+        if (rc) return rc;
         rc = vpool_member_replace(vp, idx, new_path, create_size);
-        if (!rc) snprintf(p->members[idx], sizeof p->members[idx], "%s", new_path);
+        pthread_mutex_lock(&st->lock);
+        if (!rc) {
+            snprintf(p->members[idx], sizeof p->members[idx], "%s", new_path);
+            members_unlock(&p->lock_fd[idx], 1);   /* the old disk is free now */
+            p->lock_fd[idx] = fd;
+        } else {
+            members_unlock(&fd, 1);
+        }
+        pthread_mutex_unlock(&st->lock);
     } else {
         snprintf(err, errlen, "unknown member operation %s", op);
         return -EINVAL;

@@ -27,6 +27,10 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
  * *layout gets the layout name. */
 int storage_pool_import(struct storage *st, const char *name, const char *const *paths, int n,
                         const char **layout, char *err, size_t errlen);
+/* force: import even when the members' owner sector shows another live nasd using them
+ * (a shared disk): only when that host is known to be down. */
+int storage_pool_import_force(struct storage *st, const char *name, const char *const *paths, int n, int force,
+                              const char **layout, char *err, size_t errlen);
 /* JSON: {state, size, allocated, free, members:[{path,size,state,*_errors}], scrub:{...},
  * resilver:{...}}; NULL if unknown. */
 json_t *storage_pool_status(struct storage *st, const char *name);

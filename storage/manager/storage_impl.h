@@ -21,6 +21,10 @@ struct pool {
     int nmembers;
     char members[VPOOL_MAX_MEMBERS][1024];
     struct open_dataset *datasets;  /* under storage.lock */
+    int lock_fd[VPOOL_MAX_MEMBERS]; /* flock held on each member while open; -1 none (member_lock.c) */
+    uint8_t uuid[16];
+    uint64_t hb_seq;                /* owner-sector heartbeat (under storage.lock) */
+    int hb_off;                     /* no more heartbeats: closing or destroying */
     struct pool *next;
 };
 
@@ -29,6 +33,10 @@ struct storage {
     uint64_t cache_bytes;
     pthread_mutex_t lock;      /* the pool list; vpool calls are thread-safe themselves */
     struct pool *pools;
+    pthread_t hb_thread;       /* writes every open pool's owner sector once a second */
+    pthread_mutex_t hb_mu;
+    pthread_cond_t hb_cv;
+    int hb_running, hb_stop;
 };
 
 struct pool *find_pool(struct storage *st, const char *name);
@@ -43,3 +51,19 @@ uint64_t vol_allocated(struct vpool *vp, const char *vol);
 static inline int is_dataset_volume(const char *vol) { return vol[0] == '.'; }
 /* Releases the pool's open datasets (storage.lock held). */
 void datasets_close_all(struct pool *p);
+/* -EBUSY with a message when something besides the storage holds the dataset (name) or
+ * any dataset of the pool (name NULL), after waiting up to 2 s for it to let go. */
+int datasets_busy(struct storage *st, struct pool *p, const char *name, char *err, size_t errlen);
+
+/* ---- member ownership (member_lock.c) ---- */
+/* Locks every member (creating the file when create[i]); missing ones get -1. -EBUSY with
+ * a message naming the holder when one is open by another pool or process. */
+int members_lock(const char *const *paths, const int *create, int n, int *fds, char *err, size_t errlen);
+void members_unlock(int *fds, int n);
+/* -EBUSY with a message when a member's owner sector shows another live nasd using the pool
+ * (a shared disk another host has imported); force skips this. */
+int members_check_owner(const char *const *paths, int n, char *err, size_t errlen);
+/* Marks the pool's members ACTIVE (at open) or EXPORTED (at close). */
+void pool_owner_mark(struct pool *p, int state);
+void heartbeat_start(struct storage *st);
+void heartbeat_stop(struct storage *st);

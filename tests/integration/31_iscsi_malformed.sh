@@ -4,6 +4,7 @@
 # then CHAP (one-way, mutual, wrong secrets) and the initiator ACL with libiscsi tools.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+. tests/integration/lib.sh && use_asan_build   # ASan+UBSan build when made (make asan)
 B=${B:-build}
 for t in iscsi_serve iscsi_malformed; do [ -x "$B/tools/$t" ] || { echo "$B/tools/$t not built"; exit 1; }; done
 command -v iscsi-inq >/dev/null || { echo "iscsi-inq not installed (libiscsi-bin)"; exit 1; }

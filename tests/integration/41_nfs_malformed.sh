@@ -7,6 +7,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/integration/lib.sh   # free_port, nfs_serve_up/down
+use_asan_build
 B=${B:-build}
 SERVE=$B/tools/nfs_serve
 MAL=$B/tools/nfs_malformed

@@ -11,20 +11,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT" || exit 1
 
-[ -x "$NASD" ] || fail "$NASD not built (run make)"
-command -v node >/dev/null || fail "node is not installed"
-if [ ! -x /usr/bin/chromium ]; then
-  [ "$(id -u)" = 0 ] || fail "/usr/bin/chromium is missing and we are not root to install it"
-  echo "installing chromium (apt)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq chromium >/dev/null 2>&1 ||
-    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } ||
-    fail "apt-get install chromium failed"
-fi
-if [ ! -f tests/browser/node_modules/playwright-core/package.json ]; then
-  echo "installing playwright-core (npm ci)"
-  (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) || fail "npm ci in tests/browser failed"
-fi
+. "$(dirname "$0")/ui_common.sh"
 
 TMP=$(mktemp -d /tmp/nasd-ui-XXXXXX)
 KEEP=${E2E_KEEP:-0}

@@ -2,6 +2,19 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 NASD=${NASD:-$ROOT/build/nasd}
 
+# use_asan_build: hostile-input tests call this to run the ASan+UBSan build (make asan,
+# part of make test) when it exists: sets B (tools) and NASD; a sanitizer report aborts
+# the server, so the test fails. B or NASD set by the caller win.
+use_asan_build() {
+  local ba=$ROOT/${BA:-build-asan}
+  [ -x "$ba/nasd" ] || { echo "note: no ASan build ($ba), using the plain one"; return 0; }
+  B=${B:-$ba}
+  [ "$NASD" = "$ROOT/build/nasd" ] && NASD=$ba/nasd
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  echo "using the ASan+UBSan build in $B"
+}
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # A TCP port nobody listens on, from a range the tests own; ports given as arguments
@@ -59,10 +72,12 @@ stop_nasd() {
   NASD_PID=
 }
 
-# api METHOD PATH [JSON] -> prints body; sets STATUS
+# api METHOD PATH [JSON] -> prints body; sets STATUS. POST/PATCH always say JSON (nasd
+# refuses a state-changing POST without it, as a cross-site form would send).
 api() {
-  local out
-  out=$(curl -s -w '\n%{http_code}' -X "$1" ${3:+-H 'Content-Type: application/json' --data "$3"} "$API/$2")
+  local out ct=
+  case $1 in POST|PATCH) ct='Content-Type: application/json';; esac
+  out=$(curl -s -w '\n%{http_code}' -X "$1" ${ct:+-H "$ct"} ${3:+--data "$3"} "$API/$2")
   STATUS=${out##*$'\n'}
   BODY=${out%$'\n'*}
   printf '%s' "$BODY"

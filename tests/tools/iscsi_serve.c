@@ -27,7 +27,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: iscsi_serve --portal HOST:PORT --iqn IQN --file PATH [--size 1G] [--lun2 PATH2]\n"
                     "       [--chap user:secret] [--mutual user:secret] [--allow INITIATOR]... [--block 512|4096]\n"
-                    "       [--workers N] [--log LEVEL]\n");
+                    "       [--workers N] [--log LEVEL] [--max-conns N] [--max-per-addr N] [--max-prelogin N]\n"
+                    "       [--discovery-chap user:secret]\n");
     exit(2);
 }
 
@@ -47,6 +48,8 @@ int main(int argc, char **argv)
     uint32_t block = 512;
     int workers = 0;
     static struct iscsi_target_cfg cfg;
+    struct iscsi_limits lim = { 1024, 64, 128 };
+    struct iscsi_chap disc = { 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -64,6 +67,10 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--block")) block = (uint32_t)atoi(v);
         else if (!strcmp(a, "--workers")) workers = atoi(v);
         else if (!strcmp(a, "--log")) nasd_log_level = nasd_log_level_parse(v);
+        else if (!strcmp(a, "--discovery-chap")) split_cred(v, disc.user, disc.secret);
+        else if (!strcmp(a, "--max-conns")) lim.max_conns = (unsigned)atoi(v);
+        else if (!strcmp(a, "--max-per-addr")) lim.max_per_addr = (unsigned)atoi(v);
+        else if (!strcmp(a, "--max-prelogin")) lim.max_prelogin = (unsigned)atoi(v);
         else usage();
         i++;
     }
@@ -94,6 +101,8 @@ int main(int argc, char **argv)
     char msg[256];
     struct iscsi_server *s = iscsi_server_start(portal, workers, msg, sizeof msg);
     if (!s) { fprintf(stderr, "%s\n", msg); return 1; }
+    iscsi_server_set_limits(s, &lim);
+    if (disc.user[0]) iscsi_server_set_discovery_auth(s, &disc);
     int r = iscsi_server_set_target(s, &cfg);
     if (r) { fprintf(stderr, "set_target: %s\n", strerror(-r)); iscsi_server_stop(s); return 1; }
     printf("ready port %d\n", iscsi_server_port(s));

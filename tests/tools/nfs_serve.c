@@ -3,6 +3,7 @@
  *             [--ro] [--clients CIDR,...] [--quota BYTES] [--state DIR]
  *             [--root-squash] [--all-squash] [--anonuid U] [--anongid G]
  *             [--workers N] [--bind ADDR] [--log LEVEL]
+ *             [--max-conns N] [--max-conns-per-addr N] [--idle-timeout SECONDS]
  *   nfs_serve --engine DIR [--engine-size BYTES] [--lz4] [--root-mode OCTAL] ... (same options)
  *     serves a dataset on the pool engine instead of a host directory: a stripe pool
  *     on DIR/member.img holding an ext2 dataset volume (created on first use).
@@ -60,6 +61,7 @@ static void usage(void)
     fprintf(stderr, "usage: nfs_serve --dir DIR --path /export --nfsport P --mountport M [--portmap PP]\n"
                     "       [--ro] [--clients CIDR,...] [--quota BYTES] [--state DIR] [--root-squash]\n"
                     "       [--all-squash] [--anonuid U] [--anongid G] [--workers N] [--bind ADDR] [--log LEVEL]\n"
+                    "       [--max-conns N] [--max-conns-per-addr N] [--idle-timeout SECONDS]\n"
                     "   or: nfs_serve --engine DIR [--engine-size BYTES] [--lz4] [--root-mode OCTAL] ...\n");
     exit(2);
 }
@@ -77,7 +79,9 @@ int main(int argc, char **argv)
         { "state", 1, 0, 's' }, { "root-squash", 0, 0, 'R' }, { "all-squash", 0, 0, 'A' },
         { "anonuid", 1, 0, 'u' }, { "anongid", 1, 0, 'g' }, { "workers", 1, 0, 'w' }, { "bind", 1, 0, 'b' },
         { "log", 1, 0, 'l' }, { "engine", 1, 0, 'E' }, { "engine-size", 1, 0, 'S' }, { "lz4", 0, 0, 'Z' },
-        { "root-mode", 1, 0, 'M' }, { 0, 0, 0, 0 } };
+        { "root-mode", 1, 0, 'M' }, { "max-conns", 1, 0, 'C' }, { "max-conns-per-addr", 1, 0, 'a' },
+        { "idle-timeout", 1, 0, 'i' }, { 0, 0, 0, 0 } };
+    unsigned max_conns = 0, max_per_addr = 0, idle_timeout = 0;
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -100,6 +104,9 @@ int main(int argc, char **argv)
         case 'g': anongid = (unsigned)strtoul(optarg, NULL, 0); break;
         case 'w': workers = atoi(optarg); break;
         case 'b': bind = optarg; break;
+        case 'C': max_conns = (unsigned)strtoul(optarg, NULL, 0); break;
+        case 'a': max_per_addr = (unsigned)strtoul(optarg, NULL, 0); break;
+        case 'i': idle_timeout = (unsigned)strtoul(optarg, NULL, 0); break;
         case 'l': {
             int lv = nasd_log_level_parse(optarg);
             if (lv < 0) usage();
@@ -127,6 +134,9 @@ int main(int argc, char **argv)
     scfg.mount_port = mountport;
     scfg.portmap_port = pmport;
     scfg.workers = workers;
+    scfg.max_conns = max_conns;
+    scfg.max_conns_per_addr = max_per_addr;
+    scfg.idle_timeout_s = idle_timeout;
     snprintf(scfg.state_dir, sizeof scfg.state_dir, "%s", state);
     char emsg[256];
     struct nfs_server *srv = nfs_server_start(&scfg, emsg, sizeof emsg);

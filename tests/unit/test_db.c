@@ -3,6 +3,7 @@
 #include "tests/unit/check_main.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static nasd_db db;
@@ -124,6 +125,33 @@ START_TEST(transactions_and_settings)
 }
 END_TEST
 
+static unsigned mode_of(const char *suffix)
+{
+    char p[300];
+    struct stat st;
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    ck_assert_msg(stat(p, &st) == 0, "%s missing", p);
+    return st.st_mode & 0777;
+}
+
+/* The DB holds secrets: it and its -wal/-shm are owner-only whatever the umask, and
+ * an existing world-readable DB is tightened on open. */
+START_TEST(private_files)
+{
+    char err[256];
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO settings(key, value) VALUES('x', 'y')", ""), 0);
+    ck_assert_uint_eq(mode_of(""), 0600);
+    ck_assert_uint_eq(mode_of("-wal"), 0600);
+    ck_assert_uint_eq(mode_of("-shm"), 0600);
+    db_close(&db);
+    chmod(path, 0644);
+    mode_t old = umask(0);
+    ck_assert_msg(db_open(&db, path, err, sizeof err) == 0, "%s", err);
+    umask(old);
+    ck_assert_uint_eq(mode_of(""), 0600);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("db");
@@ -134,6 +162,7 @@ int main(void)
     tcase_add_test(tc, rows_as_json);
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, transactions_and_settings);
+    tcase_add_test(tc, private_files);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -228,6 +228,7 @@ END_TEST
 static void test_secret(struct nfs_fh_secret *s, uint8_t v)
 {
     for (size_t i = 0; i < sizeof s->s; i++) s->s[i] = (uint8_t)(i * 31 + v);
+    nfs_fh_secret_prepare(s);
 }
 
 START_TEST(fh_mac)
@@ -264,6 +265,16 @@ START_TEST(fh_mac)
     n = nfs_fh_encode(&sec, 1, 1, &k, fh);
     ck_assert_uint_eq(n, NFS_FH_MAX);
     ck_assert_int_eq(nfs_fh_decode(&sec, fh, n, &p), 0);
+    /* the MAC is HMAC-SHA-256 over header + backend handle, cut to 8 bytes */
+    uint8_t want[SHA256_DIGEST_SIZE];
+    struct hmac_sha256_ctx h;
+    hmac_sha256_set_key(&h, sizeof sec.s, sec.s);
+    hmac_sha256_update(&h, n - 8, fh);
+    hmac_sha256_digest(&h, sizeof want, want);
+    ck_assert_int_eq(memcmp(fh + n - 8, want, 8), 0);
+    /* a handle of the old format (version 1) is stale, not bad */
+    fh[2] = 1;
+    ck_assert_int_eq(nfs_fh_decode(&sec, fh, n, &p), -2);
 }
 END_TEST
 

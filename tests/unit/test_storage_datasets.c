@@ -100,6 +100,32 @@ START_TEST(engine_datasets)
 }
 END_TEST
 
+/* #10.3: a destroy that cannot release the storage fails and changes nothing. */
+START_TEST(busy_destroy_changes_nothing)
+{
+    struct storage *st = with_pool();
+    char err[256] = "";
+    int e = 0;
+    ck_assert_int_eq(storage_dataset_create(st, "tank", "held", 0, err, sizeof err), 0);
+    struct nasd_fsroot *fs = storage_dataset_open(st, "tank", "held", 7, 0, &e);
+    ck_assert_ptr_nonnull(fs);
+    ck_assert_int_eq(storage_dataset_destroy(st, "tank", "held", err, sizeof err), -EBUSY);
+    ck_assert_msg(strstr(err, "in use"), "%s", err);
+    ck_assert_int_eq(storage_pool_destroy(st, "tank", err, sizeof err), -EBUSY);
+    /* still the same shared object, still in the pool */
+    struct nasd_fsroot *again = storage_dataset_open(st, "tank", "held", 7, 0, &e);
+    ck_assert_ptr_eq(again, fs);
+    nasd_fsroot_put(again);
+    json_t *dss = storage_pool_datasets(st, "tank");
+    ck_assert_int_eq(json_array_size(dss), 1);
+    json_decref(dss);
+    nasd_fsroot_put(fs);
+    ck_assert_int_eq(storage_dataset_destroy(st, "tank", "held", err, sizeof err), 0);
+    ck_assert_int_eq(storage_pool_destroy(st, "tank", err, sizeof err), 0);
+    storage_free(st);
+}
+END_TEST
+
 START_TEST(legacy_directory_dataset)
 {
     struct storage *st = with_pool();
@@ -132,6 +158,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, engine_datasets);
     tcase_add_test(tc, legacy_directory_dataset);
+    tcase_add_test(tc, busy_destroy_changes_nothing);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

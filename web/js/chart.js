@@ -1,5 +1,6 @@
 // Small hand-written SVG line chart.
-//   lineChart({series: [{label, color, points: [[x, y], ...]}], xFormat, yFormat, height, title})
+//   lineChart({series: [{label, color, points: [[x, y], ...]}], xFormat, yFormat, unit, xUnit, height, title})
+// unit names the y axis ("IOPS", "MB/s", "ms"); it is drawn beside the axis and kept in data-unit.
 // returns an <svg>. data-max (largest y shown) and data-points let tests read what is drawn.
 import { s } from './dom.js';
 
@@ -32,15 +33,18 @@ function shortNum(v) {
 
 // width/height set the viewBox; the SVG scales to its container, so pick a width near the
 // rendered one to keep text at its natural size.
-export function lineChart({ series, xFormat = String, yFormat = shortNum, width = 1000, height = 220, title = '', label = title, empty = 'no data yet' }) {
+export function lineChart({ series, xFormat = String, yFormat = shortNum, unit = '', xUnit = '', width = 1000, height = 220, title = '', label = title, empty = 'no data yet' }) {
   const W = width, H = height;
   const pts = series.flatMap((se) => se.points);
   const maxY = pts.reduce((m, p) => Math.max(m, p[1]), 0);
   const svg = s('svg', {
     viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img',
-    'aria-label': `${label || 'chart'}: ${series.map((se) => `${se.label} latest ${se.points.length ? yFormat(se.points[se.points.length - 1][1]) : 'none'}`).join(', ')}`,
-    'data-max': maxY, 'data-points': pts.length,
+    'aria-label': `${label || 'chart'}${unit ? ` (${unit})` : ''}: ${series.map((se) => `${se.label} latest ${se.points.length ? yFormat(se.points[se.points.length - 1][1]) : 'none'}`).join(', ')}`,
+    'data-max': maxY, 'data-points': pts.length, 'data-unit': unit,
   });
+  if (unit) svg.append(s('text', { class: 'axis-unit', x: 0, y: 0, 'text-anchor': 'middle',
+    transform: `translate(12 ${PAD.t + (H - PAD.t - PAD.b) / 2}) rotate(-90)` }, unit));
+  if (xUnit) svg.append(s('text', { class: 'axis-unit', x: W - PAD.r, y: H - 8 - 14, 'text-anchor': 'end' }, xUnit));
   if (title) svg.append(s('text', { x: PAD.l, y: 16, class: 'chart-title' }, title));
   const plotW = W - PAD.l - PAD.r, plotH = H - PAD.t - PAD.b;
   const top = niceTop(maxY);

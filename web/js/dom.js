@@ -1,11 +1,13 @@
 // Tiny DOM builder: h('div', {class: 'x', onclick: fn}, child, ...). Text is always set
-// as text nodes, never parsed as HTML, so API data cannot inject markup.
+// as text nodes, never parsed as HTML, so API data cannot inject markup. Styles go through
+// CSSOM (el.style), never a style attribute, so the UI runs under CSP style-src 'self'.
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
+    else if (k === 'style') el.style.cssText = v; // CSSOM, so a CSP without 'unsafe-inline' styles allows it
     else if (k === 'value' || k === 'checked' || k === 'selected' || k === 'disabled') el[k] = v;
     else el.setAttribute(k, v === true ? '' : String(v));
   }

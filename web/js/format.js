@@ -55,3 +55,15 @@ export function clock(unix) {
   const d = new Date(unix * 1000);
   return d.toTimeString().slice(0, 8);
 }
+
+// Latency of a sample: "—" when nothing was measured (an idle export reports 0).
+export function latency(us) {
+  return !us ? '—' : micros(us);
+}
+
+// API messages carry raw byte counts ("pool tank has 933531648 bytes unreserved, ..."):
+// shown in binary units ("890 MiB"). Counts under 1 KiB stay as they are.
+export function humanize(msg) {
+  return String(msg ?? '').replace(/\b(\d{4,}) bytes\b/g, (m, n) => bytes(Number(n)))
+    .replace(/\b(\d{4,})( requested| free| available| needed)\b/g, (m, n, w) => `${bytes(Number(n))}${w}`);
+}

@@ -1,6 +1,7 @@
 // Shared widgets: labelled fields, error boxes, tables, badges, capacity bars, toasts.
 import { h, fill, nextId } from './dom.js';
 import { ApiError } from './api.js';
+import { humanize } from './format.js';
 
 // A labelled form field. input gets an id if it has none so <label for> works.
 export function field(label, input, hint) {
@@ -27,7 +28,7 @@ export function errorBox(testid) {
 }
 
 export function showError(box, msg) {
-  fill(box, msg);
+  fill(box, humanize(msg));
   box.hidden = !msg;
 }
 
@@ -42,14 +43,44 @@ export function onSubmit(form, box, { check, run, done }) {
     const btn = form.querySelector('button[type=submit]');
     if (btn) btn.disabled = true;
     try {
-      const res = await run();
+      const res = await run({});
       if (done) await done(res);
     } catch (e) {
-      showError(box, e instanceof ApiError ? e.message : `unexpected error: ${e.message}`);
+      if (needsForce(e)) forceConfirm(box, e, async () => { const res = await run({ force: true }); if (done) await done(res); });
+      else showError(box, e instanceof ApiError ? e.message : `unexpected error: ${e.message}`);
     } finally {
       if (btn) btn.disabled = false;
     }
   });
+}
+
+// 409 {"error", "found": [{path, what}], "force_required": true}: the disks hold data.
+const needsForce = (e) => e instanceof ApiError && e.status === 409 && !!(e.data && e.data.force_required);
+
+// Shows what the API found on the disks and asks before sending the request again with
+// "force": true; the answer to that request (success or error) replaces the question.
+export function forceConfirm(box, e, again) {
+  const found = Array.isArray(e.data.found) ? e.data.found : [];
+  const yes = h('button', { type: 'button', class: 'btn danger', 'data-testid': 'force-confirm' }, 'Overwrite and continue');
+  const no = h('button', { type: 'button', class: 'btn', 'data-testid': 'force-cancel' }, 'Cancel');
+  fill(box, h('div', { class: 'stack', 'data-testid': 'force-question' },
+    h('strong', {}, humanize(e.message)),
+    found.length ? h('ul', { class: 'found', 'data-testid': 'force-found' }, found.map((f) => h('li', {},
+      h('span', { class: 'mono' }, String(f.path ?? '')), ': ', humanize(String(f.what ?? 'existing data'))))) : null,
+    h('span', {}, 'Continuing destroys what is there. This cannot be undone.'),
+    h('div', { class: 'actions' }, yes, no)));
+  box.hidden = false;
+  no.addEventListener('click', () => showError(box, ''));
+  yes.addEventListener('click', async () => {
+    yes.disabled = no.disabled = true;
+    try {
+      showError(box, '');
+      await again();
+    } catch (e2) {
+      showError(box, e2 instanceof ApiError ? e2.message : `unexpected error: ${e2.message}`);
+    }
+  });
+  yes.focus();
 }
 
 // Data table. columns: [{label, cell: row => node|string, class}]
@@ -94,7 +125,7 @@ export function progressBar(fraction, testid) {
 export function toast(msg, kind = 'info') {
   const area = document.getElementById('toasts');
   const t = h('div', { class: `toast ${kind}`, role: kind === 'error' ? 'alert' : 'status', 'data-testid': `toast-${kind}` },
-    h('span', {}, msg), h('button', { type: 'button', class: 'link', 'aria-label': 'dismiss', onclick: () => t.remove() }, '×'));
+    h('span', {}, humanize(msg)), h('button', { type: 'button', class: 'link', 'aria-label': 'dismiss', onclick: () => t.remove() }, '×'));
   area.append(t);
   if (kind !== 'error') setTimeout(() => t.remove(), 4000);
 }
@@ -128,4 +159,11 @@ export function editPanel(box, title, form, testid) {
   const first = form.querySelector('input:not([type=checkbox]), textarea, select');
   if (first) first.focus();
   return close;
+}
+
+// A list could not be loaded. While nasd is only unreachable the last data stays (the banner
+// says it is old); any other failure, or nothing shown yet, shows the error in the box.
+export function loadFailed(box, e, what) {
+  if (e instanceof ApiError && e.unreachable && box.firstChild && !box.querySelector('.load-error')) return;
+  fill(box, h('div', { class: 'error load-error', role: 'alert', 'data-testid': 'load-error' }, `cannot ${what}: ${humanize(e.message)}`));
 }

@@ -4,11 +4,17 @@ import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, action, section, button, showError, editPanel, toast } from '../ui.js';
+import { withSpace, fillPoolSelect } from '../space.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, showError, editPanel, toast, loadFailed } from '../ui.js';
 
-export const poolOptions = (pools) => (pools.length
-  ? pools.map((p) => ({ value: p.name, label: `${p.name} (${fmt.bytes(p.free)} free)` }))
-  : [{ value: '', label: 'no pools — create one first' }]);
+// Warning (not an error: datasets are thin) when a quota is more than the pool can give.
+export function quotaWarning(quotaText, pool) {
+  const q = quotaValue(quotaText) === 0 ? 0 : v.parseSize(quotaText);
+  if (!q || !pool) return null;
+  if (q > pool.size) return `quota ${fmt.bytes(q)} is more than pool ${pool.name} holds (${fmt.bytes(pool.size)}): writes will stop at the pool's free space, not at the quota`;
+  if (pool.unreserved !== undefined && q > pool.unreserved) return `quota ${fmt.bytes(q)} is more than pool ${pool.name} has unreserved (${fmt.bytes(pool.unreserved)})`;
+  return null;
+}
 
 // quota "" / "0" / "none" means no quota
 const quotaValue = (s) => (!s || s === '0' || s.toLowerCase() === 'none' ? 0 : s);
@@ -29,15 +35,22 @@ function ownerFields(prefix, d) {
   };
 }
 
-function editForm(d, close, refresh) {
+function editForm(d, close, refresh, poolOf) {
   const quota = input({ id: 'ds-edit-quota', name: 'quota', value: quotaText(d.quota), placeholder: 'none' });
   const comment = input({ id: 'ds-edit-comment', name: 'comment', value: d.comment || '' });
   const o = ownerFields('ds-edit', d);
   const err = errorBox('dataset-edit-form-error');
+  const quotaWarn = h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'quota-warning-edit', hidden: true });
+  quota.addEventListener('input', () => {
+    const w = quotaWarning(quota.value.trim(), poolOf());
+    fill(quotaWarn, w || '');
+    quotaWarn.hidden = !w;
+  });
   const form = h('form', { class: 'grid', id: 'dataset-edit-form', 'aria-label': `Edit dataset ${d.full_name}`, novalidate: true },
     field('Quota', quota, 'e.g. 10G; empty or 0 = no quota'),
     field('Mode', o.mode, 'octal permissions of the root directory'), field('Owner UID', o.uid), field('Group GID', o.gid),
     h('div', { class: 'span2' }, field('Comment', comment)),
+    h('div', { class: 'full' }, quotaWarn),
     h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'dataset-save' }, 'Save changes'),
       button('Cancel', { id: 'dataset-edit-cancel', onclick: close })),
     h('div', { class: 'full' }, err));
@@ -58,19 +71,28 @@ function editForm(d, close, refresh) {
 }
 
 export async function mount(root) {
-  const pools = await get('pools').catch(() => []);
+  let pools = [];
   const listBox = h('div', { id: 'datasets-list' });
   const editBox = h('div', { id: 'dataset-edit' });
   const openEdit = (d) => {
     const close = () => fill(editBox);
-    editPanel(editBox, `Edit dataset ${d.full_name}`, editForm(d, close, refresh), 'dataset-edit-panel');
+    editPanel(editBox, `Edit dataset ${d.full_name}`, editForm(d, close, refresh, () => pools.find((p) => p.name === d.pool)), 'dataset-edit-panel');
   };
   async function refresh() {
+    const [dsets, ps, vols] = await Promise.allSettled([get('datasets'), get('pools'), get('volumes')]);
+    if (ps.status === 'fulfilled') { pools = withSpace(ps.value, vols.value, dsets.value); fillPoolSelect(pool, pools); warn(); }
+    else if (!pool.options.length || !ps.reason.unreachable) fillPoolSelect(pool, [], ps.reason.message);
     try {
-      const rows = await get('datasets');
+      if (dsets.status === 'rejected') throw dsets.reason;
+      const rows = dsets.value;
       fill(listBox, table([
         { label: 'Dataset', cell: (d) => h('div', {}, h('strong', {}, d.full_name), h('span', { class: 'sub mono' }, d.path)) },
-        { label: 'Quota', class: 'num', cell: (d) => (d.quota ? fmt.bytes(d.quota) : 'none') },
+        { label: 'Quota', class: 'num', cell: (d) => {
+          const p = pools.find((x) => x.name === d.pool);
+          const over = d.quota && p && d.quota > p.size;
+          return h('span', {}, d.quota ? fmt.bytes(d.quota) : 'none', over ? h('span', { class: 'badge warn quota-over',
+            'data-testid': 'quota-over', title: `more than pool ${p.name} holds (${fmt.bytes(p.size)})` }, '> pool') : null);
+        } },
         { label: 'Used', class: 'num', cell: (d) => fmt.bytes(d.used) },
         { label: 'Available', class: 'num', cell: (d) => (d.available === undefined ? '—' : fmt.bytes(d.available)) },
         { label: 'In pool', class: 'num', cell: (d) => h('span', { title: 'pool space mapped for the dataset, filesystem metadata included (lz4 saves below this, on the member disks)' }, fmt.bytes(d.allocated || 0)) },
@@ -84,21 +106,30 @@ export async function mount(root) {
             onclick: () => action(() => del(`datasets/${key(d.pool, d.name)}`), { confirmText: `Delete dataset ${d.full_name} and all its files?`, ok: `dataset ${d.full_name} deleted`, refresh }) })) },
       ], rows, { testid: 'datasets-table', rowId: (d) => `dataset-row-${d.full_name}`, empty: 'No datasets yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list datasets: ${e.message}`));
+      loadFailed(listBox, e, 'list datasets');
     }
   }
 
-  const pool = select({ id: 'ds-pool', name: 'pool' }, poolOptions(pools));
+  const pool = select({ id: 'ds-pool', name: 'pool' }, []);
   const name = input({ id: 'ds-name', name: 'name', placeholder: 'share', maxlength: 62 });
   const quota = input({ id: 'ds-quota', name: 'quota', placeholder: 'none' });
   const comp = select({ id: 'ds-compression', name: 'compression' }, ['off', 'lz4']);
   const comment = input({ id: 'ds-comment', name: 'comment', placeholder: 'optional' });
   const o = ownerFields('ds');
   const err = errorBox('dataset-form-error');
+  const quotaWarn = h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'quota-warning', hidden: true });
+  const warn = () => {
+    const w = quotaWarning(quota.value.trim(), pools.find((p) => p.name === pool.value));
+    fill(quotaWarn, w || '');
+    quotaWarn.hidden = !w;
+  };
+  quota.addEventListener('input', warn);
+  pool.addEventListener('change', warn);
   const form = h('form', { class: 'grid', id: 'dataset-form', 'aria-label': 'Create dataset', novalidate: true },
     field('Pool', pool), field('Name', name, 'letters, digits, _ . : -'), field('Quota', quota, 'e.g. 10G; empty = no quota'),
     field('Compression', comp, 'lz4 is chosen at creation'), field('Comment', comment),
     field('Mode', o.mode, 'optional, octal, e.g. 0775'), field('Owner UID', o.uid, 'optional'), field('Group GID', o.gid, 'optional'),
+    h('div', { class: 'full' }, quotaWarn),
     h('div', { class: 'actions full' }, h('button', { type: 'submit', id: 'dataset-create' }, 'Create dataset')),
     h('div', { class: 'full' }, err));
   onSubmit(form, err, {
@@ -112,8 +143,10 @@ export async function mount(root) {
       if (o.gid.value.trim() !== '') body.gid = Number(o.gid.value);
       return post('datasets', body);
     },
-    done: async () => {
+    done: async (d) => {
+      toast(`dataset ${d && d.full_name ? d.full_name : `${pool.value}/${name.value.trim()}`} created`, 'ok');
       for (const el of [name, quota, comment, o.mode, o.uid, o.gid]) el.value = '';
+      warn();
       showError(err, '');
       await refresh();
     },

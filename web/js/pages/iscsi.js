@@ -4,7 +4,7 @@ import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast } from '../ui.js';
+import { field, input, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast, loadFailed } from '../ui.js';
 
 export function exportStatus(x) {
   const attrs = { 'data-testid': 'status' };
@@ -12,7 +12,8 @@ export function exportStatus(x) {
   return x.active ? badge('active', 'ok', attrs) : badge('enabled, not active', 'warn', attrs);
 }
 
-function lunChecklist(volumes) {
+function lunChecklist(volumes, failed) {
+  if (failed) return h('div', { class: 'checklist error', id: 'iscsi-luns' }, `volumes not loaded: ${failed}`);
   if (!volumes.length) return h('div', { class: 'checklist muted', id: 'iscsi-luns' }, 'no volumes — create one first');
   return h('div', { class: 'checklist', id: 'iscsi-luns', role: 'group', 'aria-label': 'Volumes to export as LUNs' },
     volumes.map((vol) => h('label', {},
@@ -20,10 +21,10 @@ function lunChecklist(volumes) {
       `${vol.full_name} (${fmt.bytes(vol.size)}, ${vol.block_size} B)`)));
 }
 
-function createForm(volumes, refresh) {
+function createForm(volumes, refresh, volumesError) {
   const name = input({ id: 'iscsi-name', name: 'name', placeholder: 't1', maxlength: 63 });
   const iqn = input({ id: 'iscsi-iqn', name: 'iqn', placeholder: 'default iqn.2026-12.io.nasd:<name>' });
-  const luns = lunChecklist(volumes);
+  const luns = lunChecklist(volumes, volumesError);
   const chapUser = input({ id: 'iscsi-chap-user', name: 'chap_user', placeholder: 'none' });
   const chapSecret = input({ id: 'iscsi-chap-secret', name: 'chap_secret', type: 'password', autocomplete: 'new-password' });
   const mutualUser = input({ id: 'iscsi-mutual-user', name: 'mutual_user', placeholder: 'none' });
@@ -58,7 +59,7 @@ function createForm(volumes, refresh) {
       if (mutualUser.value) Object.assign(body, { mutual_user: mutualUser.value, mutual_secret: mutualSecret.value });
       return post('exports/iscsi', body);
     },
-    done: async () => { form.reset(); enabled.checked = true; await refresh(); },
+    done: async (x) => { toast(`iSCSI export ${x.name} created: ${x.iqn}`, 'ok'); form.reset(); enabled.checked = true; await refresh(); },
   });
   return form;
 }
@@ -142,7 +143,8 @@ function editForm(x, volumes, close, refresh) {
 }
 
 export async function mount(root) {
-  const volumes = await get('volumes').catch(() => []);
+  let volumesError = null;
+  const volumes = await get('volumes').catch((e) => { volumesError = e.message; return []; });
   const listBox = h('div', { id: 'iscsi-list' });
   const editBox = h('div', { id: 'iscsi-edit' });
   const openEdit = (x) => {
@@ -169,9 +171,9 @@ export async function mount(root) {
             onclick: () => action(() => del(`exports/iscsi/${key(x.name)}`), { confirmText: `Delete iSCSI export ${x.name}? Initiators lose access.`, ok: `${x.name} deleted`, refresh }) })) },
       ], rows, { testid: 'iscsi-table', rowId: (x) => `iscsi-row-${x.name}`, empty: 'No iSCSI exports yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list iSCSI exports: ${e.message}`));
+      loadFailed(listBox, e, 'list iSCSI exports');
     }
   };
-  fill(root, h('h1', {}, 'iSCSI exports'), section('Targets', listBox), editBox, section('Create iSCSI export', createForm(volumes, refresh)));
+  fill(root, h('h1', {}, 'iSCSI exports'), section('Targets', listBox), editBox, section('Create iSCSI export', createForm(volumes, refresh, volumesError)));
   await refresh();
 }

@@ -3,13 +3,13 @@
 import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast, loadFailed } from '../ui.js';
 import { exportStatus } from './iscsi.js';
 
-function createForm(datasets, refresh) {
+function createForm(datasets, refresh, dsError) {
   const ds = select({ id: 'nfs-dataset', name: 'dataset' }, datasets.length
     ? datasets.map((d) => ({ value: d.full_name, label: d.full_name }))
-    : [{ value: '', label: 'no datasets — create one first' }]);
+    : [{ value: '', label: dsError ? `datasets not loaded: ${dsError}` : 'no datasets — create one first' }]);
   const name = input({ id: 'nfs-name', name: 'name', placeholder: 'default pool_dataset', maxlength: 63 });
   const path = input({ id: 'nfs-path', name: 'path', placeholder: 'default /pool/dataset' });
   const clients = h('textarea', { id: 'nfs-clients', name: 'clients', placeholder: '192.168.1.0/24\n10.0.0.5\n(empty: any client)' });
@@ -35,7 +35,7 @@ function createForm(datasets, refresh) {
       if (path.value.trim()) body.path = path.value.trim();
       return post('exports/nfs', body);
     },
-    done: async () => { form.reset(); rootSquash.checked = true; await refresh(); },
+    done: async (x) => { toast(`NFS export ${x.name} created: ${x.path}`, 'ok'); form.reset(); rootSquash.checked = true; await refresh(); },
   });
   return form;
 }
@@ -73,7 +73,8 @@ function editForm(x, close, refresh) {
 }
 
 export async function mount(root) {
-  const datasets = await get('datasets').catch(() => []);
+  let dsError = null;
+  const datasets = await get('datasets').catch((e) => { dsError = e.message; return []; });
   const listBox = h('div', { id: 'nfs-list' });
   const editBox = h('div', { id: 'nfs-edit' });
   const openEdit = (x) => {
@@ -99,9 +100,9 @@ export async function mount(root) {
             onclick: () => action(() => del(`exports/nfs/${key(x.name)}`), { confirmText: `Delete NFS export ${x.name}? Clients lose access.`, ok: `${x.name} deleted`, refresh }) })) },
       ], rows, { testid: 'nfs-table', rowId: (x) => `nfs-row-${x.name}`, empty: 'No NFS exports yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list NFS exports: ${e.message}`));
+      loadFailed(listBox, e, 'list NFS exports');
     }
   };
-  fill(root, h('h1', {}, 'NFS exports'), section('Exports', listBox), editBox, section('Create NFS export', createForm(datasets, refresh)));
+  fill(root, h('h1', {}, 'NFS exports'), section('Exports', listBox), editBox, section('Create NFS export', createForm(datasets, refresh, dsError)));
   await refresh();
 }

@@ -6,6 +6,7 @@ import * as fmt from '../format.js';
 import * as v from '../validate.js';
 import { field, input, select, errorBox, onSubmit, table, stateBadge, action, section, button, progressBar, badge, toast } from '../ui.js';
 import { poolCapacity } from './pools.js';
+import { withSpace } from '../space.js';
 
 const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
 const POLL_MS = 500;
@@ -18,7 +19,9 @@ function summary(p) {
     item('State', stateBadge(p.state), { 'data-testid': 'pool-state' }),
     item('Layout', p.layout),
     item('Size', fmt.bytes(p.size)),
-    item('Free', fmt.bytes(p.free)),
+    item('Free', fmt.bytes(p.free), { 'data-testid': 'pool-free' }),
+    p.unreserved !== undefined ? item('Unreserved', fmt.bytes(p.unreserved), { 'data-testid': 'pool-unreserved',
+      title: `${fmt.bytes(p.reserved)} reserved by ${p.nvolumes} volume(s), ${fmt.bytes(p.held)} held by datasets` }) : null,
     item('Repaired blocks', fmt.count(p.repaired || 0), { 'data-testid': 'pool-repaired' }),
     item('Unrepairable', fmt.count(p.unrepairable || 0), { 'data-testid': 'pool-unrepairable' }));
 }
@@ -45,7 +48,10 @@ function maintenance(p, startScrub, clearErrors) {
       h('div', { class: 'maint-head' }, h('strong', {}, 'Resilver'),
         badge(rs.running ? 'running' : 'idle', rs.running ? 'warn' : 'muted', { 'data-testid': 'resilver-status' }),
         h('span', { class: 'muted' }, rs.running ? 'rebuilding members from redundancy' : 'starts when a member comes online or is replaced')),
-      progressBar(rs.running ? rs.progress : (p.members || []).some((m) => m.state !== 'ONLINE') ? 0 : 1, 'resilver-progress')),
+      // no bar while idle: a full bar would claim a resilver that did not run
+      rs.running ? progressBar(rs.progress, 'resilver-progress')
+        : h('span', { class: 'muted', 'data-testid': 'resilver-idle' }, (p.members || []).some((m) => m.state !== 'ONLINE')
+          ? 'not running: a member is not online' : 'not running: all members are in sync')),
     h('div', { class: 'actions' },
       button('Start scrub', { class: 'btn primary', id: 'pool-scrub', disabled: busy, onclick: startScrub }),
       h('span', { class: 'hint muted' }, 'reads every block, checks it and repairs it from redundancy'),
@@ -91,8 +97,8 @@ function replaceForm(p, refresh) {
     check: () => v.absPath(path.value.trim(), 'new disk path')
       || (create.checked || size.value.trim() ? v.size(size.value.trim(), 'size', { min: MEMBER_MIN_SIZE }) : null)
       || ((p.members || []).some((m) => m.path === path.value.trim()) ? 'that disk is already a member of this pool' : null),
-    run: () => {
-      const body = { member: Number(member.value), path: path.value.trim(), create: create.checked };
+    run: (extra) => {
+      const body = { member: Number(member.value), path: path.value.trim(), create: create.checked, ...extra };
       if (size.value.trim()) body.size = size.value.trim();
       return post(`pools/${key(p.name)}/replace`, body);
     },
@@ -126,7 +132,10 @@ export async function mount(root, name) {
     let p;
     try {
       p = await get(`pools/${key(name)}`);
+      const [vols, dsets] = await Promise.all([get('volumes').catch(() => null), get('datasets').catch(() => null)]);
+      if (vols && dsets) p = withSpace([{ ...p, name }], vols, dsets)[0];
     } catch (e) {
+      if (e.unreachable && summaryBox.querySelector('[data-testid="pool-state"]')) return; // keep the last figures
       fill(summaryBox, h('div', { class: 'error', role: 'alert', 'data-testid': 'pool-load-error' }, `cannot load pool ${name}: ${e.message}`));
       fill(maintBox); fill(membersBox); fill(replaceBox);
       return;
@@ -135,7 +144,7 @@ export async function mount(root, name) {
     // a pool whose engine could not start lists its members without index or counters
     p.members = (p.members || []).map((m, i) => ({ index: i, ...m }));
     const down = (p.members || []).filter((m) => m.state !== 'ONLINE');
-    fill(summaryBox, summary(p), poolCapacity(p), p.error ? h('div', { class: 'error', role: 'alert' }, p.error) : null,
+    fill(summaryBox, summary(p), poolCapacity(p), p.error ? h('div', { class: 'error', role: 'alert' }, fmt.humanize(p.error)) : null,
       down.length && !p.error ? h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'pool-notice' },
         `${down.map((m) => `member ${m.index} is ${m.state}`).join(', ')}: ${p.state === 'DEGRADED'
           ? 'the pool runs without full redundancy. Bring it online or replace it.' : 'see the member list below.'}`) : null);

@@ -4,7 +4,8 @@ import { h, fill } from '../dom.js';
 import { get, post, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button, toast } from '../ui.js';
+import { withSpace, freeCell } from '../space.js';
+import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button, toast, loadFailed } from '../ui.js';
 
 const MIN_MEMBERS = { stripe: 1, mirror: 2, raidz1: 3 };
 const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
@@ -77,11 +78,13 @@ function createForm(refresh) {
       if (new Set(paths).size !== paths.length) problems.push('each member disk may be listed once');
       return problems.find(Boolean) || null;
     },
-    run: () => post('pools', {
+    run: (extra) => post('pools', {
       name: name.value.trim(), layout: layout.value, comment: comment.value,
       members: members().map((m) => (m.size || m.create ? { path: m.path, size: m.size, create: m.create } : m.path)),
+      ...extra,
     }),
-    done: async () => {
+    done: async (p) => {
+      toast(`pool ${p.name} created (${p.layout}, ${plural((p.members || []).length, 'disk')}, ${fmt.bytes(p.size)})`, 'ok');
       form.reset();
       fill(list);
       addMember();
@@ -121,7 +124,8 @@ export async function mount(root, arg) {
   const listBox = h('div', { id: 'pools-list' });
   const refresh = async () => {
     try {
-      const pools = await get('pools');
+      const [pools, volumes, datasets] = await Promise.all([get('pools'), get('volumes').catch(() => null), get('datasets').catch(() => null)]);
+      const rows = volumes && datasets ? withSpace(pools, volumes, datasets) : pools;
       fill(listBox, table([
         { label: 'Name', cell: (p) => h('div', {}, h('a', { href: `#/pools/${encodeURIComponent(p.name)}`, class: 'strong',
           'data-testid': `pool-open-${p.name}` }, p.name), p.comment ? h('span', { class: 'sub' }, p.comment) : null) },
@@ -130,15 +134,16 @@ export async function mount(root, arg) {
         { label: 'Members', cell: (p) => h('div', {}, (p.members || []).map((m) => h('span', { class: 'sub mono' },
           `${m.path} · ${fmt.bytes(m.size)}${m.state && m.state !== 'ONLINE' ? ` · ${m.state}` : ''}`))) },
         { label: 'Capacity', cell: poolCapacity },
+        { label: 'Free', cell: freeCell },
         { label: 'Contents', cell: (p) => h('div', {}, h('span', { class: 'sub' }, plural(p.datasets, 'dataset')),
           h('span', { class: 'sub' }, plural(p.volumes, 'volume'))) },
         { label: 'Actions', cell: (p) => h('div', { class: 'actions' },
           h('a', { class: 'btn small', href: `#/pools/${encodeURIComponent(p.name)}`, 'data-testid': `pool-details-${p.name}` }, 'Details'),
           button('Delete', { class: 'btn small danger', 'data-testid': `pool-delete-${p.name}`,
           onclick: () => action(() => del(`pools/${key(p.name)}`), { confirmText: `Delete pool ${p.name}? Its member files are released.`, ok: `pool ${p.name} deleted`, refresh }) })) },
-      ], pools, { testid: 'pools-table', rowId: (p) => `pool-row-${p.name}`, empty: 'No pools yet. Create one below.' }));
+      ], rows, { testid: 'pools-table', rowId: (p) => `pool-row-${p.name}`, empty: 'No pools yet. Create one below.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list pools: ${e.message}`));
+      loadFailed(listBox, e, 'list pools');
     }
   };
   fill(root, h('h1', {}, 'Pools'), section('Pools', listBox), section('Create pool', createForm(refresh)),

@@ -5,7 +5,7 @@ import { get, post, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
 import { lineChart } from '../chart.js';
-import { field, input, select, errorBox, onSubmit, table, section, badge, progressBar } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, section, badge, progressBar, loadFailed } from '../ui.js';
 
 const PATTERNS = [
   { value: '4k-randread', label: '4K random read' },
@@ -22,13 +22,23 @@ const exportLabel = (job) => {
   return `${type} ${name || job.export}`;
 };
 const JOB_POLL_MS = 500;
+// A job's outcome: "failed" (with the error and its cause, e.g. NOSPC/quota, EIO, timeout,
+// login) or "done" but with I/O errors counted, which is shown as a warning, never as plain done.
+const jobStatus = (j) => j.status || j.state;
+const jobErrors = (j) => (j.result && j.result.errors) || 0;
+function outcome(j) {
+  const st = jobStatus(j);
+  if (st === 'done' && jobErrors(j) > 0) return { text: `done with ${fmt.count(jobErrors(j))} errors`, kind: 'warn' };
+  return { text: st, kind: STATUS_KIND[st] || 'muted' };
+}
+const causeText = (j) => (j.cause ? (typeof j.cause === 'string' ? j.cause : j.cause.message || j.cause.code || JSON.stringify(j.cause)) : '');
 
-function startForm(iscsi, nfs) {
+function startForm(iscsi, nfs, listError) {
   const targets = [
     ...iscsi.map((x) => ({ value: `iscsi/${x.name}`, label: `iSCSI ${x.name}${x.enabled ? '' : ' (disabled)'}` })),
     ...nfs.map((x) => ({ value: `nfs/${x.name}`, label: `NFS ${x.name}${x.enabled ? '' : ' (disabled)'}` })),
   ];
-  const exp = select({ id: 'st-export', name: 'export' }, targets.length ? targets : [{ value: '', label: 'no exports — create one first' }]);
+  const exp = select({ id: 'st-export', name: 'export' }, targets.length ? targets : [{ value: '', label: listError ? `exports not loaded: ${listError}` : 'no exports — create one first' }]);
   const pattern = select({ id: 'st-pattern', name: 'pattern' }, PATTERNS);
   const seconds = input({ id: 'st-seconds', name: 'seconds', type: 'number', min: 1, max: 300, value: '10' });
   const qd = input({ id: 'st-qd', name: 'queue_depth', type: 'number', min: 1, max: 256, value: '16' });
@@ -62,7 +72,7 @@ function startForm(iscsi, nfs) {
 
 function resultTable(r) {
   const rows = [
-    ['IOPS', fmt.count(r.iops), 'iops'], ['throughput', fmt.mbps(r.mbps), 'mbps'],
+    ['IOPS', fmt.count(r.iops), 'iops'], ['throughput (decimal)', fmt.mbps(r.mbps), 'mbps'],
     ['latency avg', fmt.micros(r.lat_avg_us), 'lat_avg_us'], ['latency p50', fmt.micros(r.lat_p50_us), 'lat_p50_us'],
     ['latency p99', fmt.micros(r.lat_p99_us), 'lat_p99_us'], ['operations', fmt.count(r.ops), 'ops'],
     ['bytes', fmt.bytes(r.bytes), 'bytes'], ['errors', fmt.count(r.errors), 'errors'],
@@ -80,9 +90,9 @@ function timelineCharts(tl) {
   const xFormat = (t) => `${Math.round(t)} s`;
   return h('div', { class: 'stack' },
     h('div', { 'data-testid': 'st-timeline' },
-      lineChart({ series: [{ label: 'IOPS', color: 'var(--read)', fill: true, points: pts('iops') }], xFormat, title: 'IOPS over time', width: 640, height: 190 })),
+      lineChart({ series: [{ label: 'IOPS', color: 'var(--read)', fill: true, points: pts('iops') }], xFormat, unit: 'IOPS', title: 'IOPS over time', width: 640, height: 190 })),
     h('div', { 'data-testid': 'st-timeline-mbps' },
-      lineChart({ series: [{ label: 'MB/s', color: 'var(--write)', fill: true, points: pts('mbps') }], xFormat, title: 'Throughput over time', width: 640, height: 190 })));
+      lineChart({ series: [{ label: 'MB/s', color: 'var(--write)', fill: true, points: pts('mbps') }], xFormat, unit: 'MB/s', title: 'Throughput over time (MB/s, 10⁶ bytes/s)', width: 640, height: 190 })));
 }
 
 // Panel following one job until it finishes; returns a stop function.
@@ -96,7 +106,7 @@ function followJob(box, id, onFinish) {
       fill(box, h('h2', {}, `Job ${id}`), h('div', { class: 'error', role: 'alert', 'data-testid': 'st-error' }, e.message));
       return;
     }
-    if (job.status === 'running' && Date.now() - lastStats >= 1000) {
+    if (jobStatus(job) === 'running' && Date.now() - lastStats >= 1000) {
       lastStats = Date.now();
       const st = await get('stats').catch(() => null);
       live = st ? st.exports.find((e) => `${e.type}:${e.id}` === job.export) : null;
@@ -106,19 +116,25 @@ function followJob(box, id, onFinish) {
     fill(box,
       h('div', { class: 'chart-head' },
         h('h2', {}, `Job ${job.id}: ${job.pattern} on ${exportLabel(job)}`),
-        h('span', { class: `badge ${STATUS_KIND[job.status] || 'muted'}`, 'data-testid': 'st-status' }, job.status)),
+        h('span', { class: `badge ${STATUS_KIND[jobStatus(job)] || 'muted'}`, 'data-testid': 'st-status' }, jobStatus(job))),
       h('p', { class: 'muted' }, `${job.seconds} s at queue depth ${job.queue_depth} · started ${fmt.date(job.started)}`
         + (job.finished ? ` · finished ${fmt.date(job.finished)}` : '')),
-      progressBar(job.status === 'done' ? 1 : job.progress, 'st-progress'),
-      job.status === 'running' && live ? h('div', { class: 'kv', 'data-testid': 'st-live', style: 'margin-top:10px' },
+      progressBar(jobStatus(job) === 'done' ? 1 : job.progress, 'st-progress'),
+      jobStatus(job) === 'running' && live ? h('div', { class: 'kv', 'data-testid': 'st-live', style: 'margin-top:10px' },
         kv('export IOPS', fmt.count((live.read_iops || 0) + (live.write_iops || 0) + (live.other_iops || 0))),
         kv('read', fmt.rate(live.read_bps)), kv('write', fmt.rate(live.write_bps)),
-        kv('latency p50', fmt.micros(live.lat_p50_us)), kv('latency p99', fmt.micros(live.lat_p99_us)), kv('CPU', fmt.pct(live.cpu_pct))) : null,
-      job.error ? h('div', { class: 'error', role: 'alert', 'data-testid': 'st-error' }, job.error) : null,
+        kv('latency p50', fmt.latency(live.lat_p50_us)), kv('latency p99', fmt.latency(live.lat_p99_us)), kv('CPU', fmt.pct(live.cpu_pct))) : null,
+      job.error || jobStatus(job) === 'failed' ? h('div', { class: 'error failed-job', role: 'alert', 'data-testid': 'st-error' },
+        h('strong', {}, 'Self-test failed: '), fmt.humanize(job.error || 'no reason given'),
+        causeText(job) ? h('div', { 'data-testid': 'st-cause' }, `cause: ${fmt.humanize(causeText(job))}`) : null,
+        job.result && job.result.first_error ? h('div', { class: 'mono', 'data-testid': 'st-first-error' },
+          `first error: ${fmt.humanize(job.result.first_error)}`) : null) : null,
+      jobStatus(job) === 'done' && jobErrors(job) > 0 ? h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'st-warning' },
+        `${fmt.count(jobErrors(job))} of ${fmt.count(job.result.ops)} operations failed: the figures are not a clean run.`) : null,
       job.result ? h('div', { class: 'row', style: 'margin-top:12px' },
-        h('div', { style: 'width:300px' }, resultTable(job.result)), h('div', { class: 'grow' }, timelineCharts(job.timeline)))
+        h('div', { class: 'result-col' }, resultTable(job.result)), h('div', { class: 'grow timeline-col' }, timelineCharts(job.timeline)))
         : (job.timeline && job.timeline.length ? h('div', { style: 'margin-top:12px' }, timelineCharts(job.timeline)) : null));
-    if (job.status === 'running') timer = setTimeout(tick, JOB_POLL_MS);
+    if (jobStatus(job) === 'running') timer = setTimeout(tick, JOB_POLL_MS);
     else onFinish();
   };
   fill(box, h('h2', {}, `Job ${id}`), h('p', { class: 'muted' }, 'loading…'));
@@ -135,24 +151,33 @@ async function jobsTable(box) {
       { label: 'Export', cell: exportLabel },
       { label: 'Pattern', cell: (j) => `${j.pattern} · ${j.seconds}s · QD ${j.queue_depth}` },
       { label: 'Started', cell: (j) => fmt.date(j.started) },
-      { label: 'Status', cell: (j) => badge(j.status, STATUS_KIND[j.status]) },
+      { label: 'Status', cell: (j) => h('div', {}, badge(outcome(j).text, outcome(j).kind, { 'data-testid': 'job-status' }),
+        jobStatus(j) === 'failed' ? h('span', { class: 'sub bad-text', 'data-testid': 'job-cause' },
+          fmt.humanize(causeText(j) || j.error || 'failed')) : null) },
       { label: 'IOPS', class: 'num', cell: (j) => (j.result ? fmt.count(j.result.iops) : '—') },
       { label: 'Integrity', cell: (j) => (j.result ? j.result.integrity : '—') },
     ], [...list].sort((a, b) => (b.started || 0) - (a.started || 0)).slice(0, 20),
     { testid: 'jobs-table', rowId: (j) => `job-row-${j.id}`, empty: 'No self-tests run yet.' }));
+    for (const tr of box.querySelectorAll('tr[data-testid^="job-row-"]')) {
+      const j = list.find((x) => `job-row-${x.id}` === tr.dataset.testid);
+      if (j && jobStatus(j) === 'failed') tr.classList.add('failed-row');
+      else if (j && outcome(j).kind === 'warn' && jobStatus(j) === 'done') tr.classList.add('warn-row');
+    }
   } catch (e) {
-    fill(box, h('div', { class: 'error', role: 'alert' }, `cannot list jobs: ${e.message}`));
+    loadFailed(box, e, 'list jobs');
   }
 }
 
 export async function mount(root, jobId) {
-  const [iscsi, nfs] = await Promise.all([get('exports/iscsi').catch(() => []), get('exports/nfs').catch(() => [])]);
+  let listError = null;
+  const failed = (e) => { listError = e.message; return []; };
+  const [iscsi, nfs] = await Promise.all([get('exports/iscsi').catch(failed), get('exports/nfs').catch(failed)]);
   exportNames = new Map([...iscsi.map((x) => [`iscsi:${x.id}`, x.name]), ...nfs.map((x) => [`nfs:${x.id}`, x.name])]);
   const jobBox = h('section', { class: 'card', id: 'st-job', 'data-testid': 'st-job', 'aria-live': 'polite' });
   const jobsBox = h('div', { id: 'jobs-list' });
   fill(root, h('h1', {}, 'Self-test'),
     section('Start a self-test', h('p', { class: 'muted' }, 'Runs a load generator inside nasd against the export and verifies the data it reads back.'),
-      startForm(iscsi, nfs)),
+      startForm(iscsi, nfs, listError)),
     jobId ? jobBox : null,
     section('Recent self-tests', jobsBox));
   const stop = jobId ? followJob(jobBox, jobId, () => jobsTable(jobsBox)) : null;

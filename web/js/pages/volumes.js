@@ -3,8 +3,8 @@ import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, action, section, button } from '../ui.js';
-import { poolOptions } from './datasets.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, loadFailed, toast } from '../ui.js';
+import { withSpace, fillPoolSelect } from '../space.js';
 
 const MiB = 1024 * 1024;
 
@@ -32,11 +32,17 @@ function growEditor(vol, refresh) {
 }
 
 export async function mount(root) {
-  const pools = await get('pools').catch(() => []);
   const listBox = h('div', { id: 'volumes-list' });
+  const pool = select({ id: 'vol-pool', name: 'pool' }, []);
+  // The list and the pool choice (with each pool's unreserved space) are re-read together,
+  // so the figure in the form is never older than the list.
   const refresh = async () => {
+    const [vols, pools, datasets] = await Promise.allSettled([get('volumes'), get('pools'), get('datasets')]);
+    if (pools.status === 'fulfilled') fillPoolSelect(pool, withSpace(pools.value, vols.value, datasets.value));
+    else if (!pool.options.length || !pools.reason.unreachable) fillPoolSelect(pool, [], pools.reason.message);
     try {
-      const rows = await get('volumes');
+      if (vols.status === 'rejected') throw vols.reason;
+      const rows = vols.value;
       fill(listBox, table([
         { label: 'Volume', cell: (x) => h('div', {}, h('strong', {}, x.full_name), x.comment ? h('span', { class: 'sub' }, x.comment) : null) },
         { label: 'Size', class: 'num', cell: (x) => fmt.bytes(x.size) },
@@ -49,11 +55,10 @@ export async function mount(root) {
             onclick: () => action(() => del(`volumes/${key(x.pool, x.name)}`), { confirmText: `Delete volume ${x.full_name} and its data?`, ok: `volume ${x.full_name} deleted`, refresh }) })) },
       ], rows, { testid: 'volumes-table', rowId: (x) => `volume-row-${x.full_name}`, empty: 'No volumes yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list volumes: ${e.message}`));
+      loadFailed(listBox, e, 'list volumes');
     }
   };
 
-  const pool = select({ id: 'vol-pool', name: 'pool' }, poolOptions(pools));
   const name = input({ id: 'vol-name', name: 'name', placeholder: 'vol1', maxlength: 63 });
   const size = input({ id: 'vol-size', name: 'size', placeholder: '10G' });
   const bs = select({ id: 'vol-block-size', name: 'block_size' }, [{ value: '512', label: '512 bytes' }, { value: '4096', label: '4096 bytes' }]);
@@ -69,7 +74,10 @@ export async function mount(root) {
       || v.size(size.value.trim(), 'size', { min: MiB, multiple: 4096 }),
     run: () => post('volumes', { pool: pool.value, name: name.value.trim(), size: size.value.trim(),
       block_size: Number(bs.value), compression: comp.value }),
-    done: async () => { name.value = ''; size.value = ''; await refresh(); },
+    done: async (vol) => {
+      toast(`volume ${vol.full_name || `${pool.value}/${name.value.trim()}`} created (${fmt.bytes(vol.size)})`, 'ok');
+      name.value = ''; size.value = ''; await refresh();
+    },
   });
   fill(root, h('h1', {}, 'Volumes'), section('Volumes', listBox), section('Create volume', form));
   await refresh();

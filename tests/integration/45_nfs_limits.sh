@@ -1,0 +1,94 @@
+#!/bin/bash
+# NFS descriptor and log hardening (issue #11.5, .7, .8) against nfs_serve:
+# connection caps per client address and in all, idle connections closed, clients
+# outside every export's list refused at connect, EMFILE in accept backs off with a
+# bounded log instead of a spin, the MOUNT table stays one entry per path whatever
+# its spelling, and a MOUNT path cannot inject lines into the log.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/integration/lib.sh
+B=${B:-build}
+SERVE=$B/tools/nfs_serve
+P="python3 tests/tools/rpcprobe.py"
+[ -x "$SERVE" ] || { echo "FAIL: missing $SERVE (run make all)"; exit 1; }
+TMP=$(mktemp -d /tmp/nfs45.XXXXXX)
+PID=
+cleanup() {
+    if [ -n "$PID" ]; then kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; tail -20 "$TMP/log"; exit 1; }
+fds() { ls /proc/$PID/fd | wc -l; }
+mkdir -p "$TMP/exp"
+
+echo "== connection caps and idle timeout"
+NP=$(free_port); MP=$(free_port $NP)
+nfs_serve_up "$TMP" --dir "$TMP/exp" --path /export --nfsport $NP --mountport $MP --clients 127.0.0.0/8 \
+    --max-conns 12 --max-conns-per-addr 8 --idle-timeout 3
+base=$(fds)
+n=$($P hold 127.0.0.1 $NP 20 127.0.0.1) || fail "hold"
+[ "$n" = 8 ] || fail "20 connections from one address: $n left open, want 8 (per-address cap)"
+n=$($P hold 127.0.0.1 $NP 20 127.0.0.2) || fail "hold"
+[ "$n" = 8 ] || fail "second address: $n open, want 8"
+# both addresses at once: 8 + 4 = the total cap of 12
+sleep 0.5   # the closes above reach the server first
+$P hold 127.0.0.1 $NP 8 127.0.0.1 > "$TMP/h1" & h1=$!
+sleep 0.3
+n=$($P hold 127.0.0.1 $NP 20 127.0.0.3)
+wait $h1
+[ "$(cat "$TMP/h1")" = 8 ] || fail "first address held $(cat "$TMP/h1"), want 8"
+[ "$n" = 4 ] || fail "with 8 connections held, a third address got $n, want 4 (total cap 12)"
+$P null 127.0.0.1 $NP 100003 3 >/dev/null || fail "NULL after the caps"
+$P closed 127.0.0.1 $NP 6 || fail "an idle connection was not closed after the 3 s timeout"
+sleep 0.5
+[ "$(fds)" -le "$base" ] || fail "descriptors $(fds), baseline $base"
+nfs_serve_down
+
+echo "== client list checked at connect"
+nfs_serve_up "$TMP" --dir "$TMP/exp" --path /export --nfsport $NP --mountport $MP --clients 10.0.0.0/8
+$P closed 127.0.0.1 $NP 1 || fail "NFS connection from a client no export admits stayed open"
+$P closed 127.0.0.1 $MP 1 || fail "MOUNT connection from a client no export admits stayed open"
+grep -q "no export admits this client" "$TMP/log" || fail "refusal not logged"
+nfs_serve_down
+
+echo "== EMFILE in accept"
+: > "$TMP/log"
+prlimit --nofile=40 -- "$SERVE" --dir "$TMP/exp" --path /export --nfsport $NP --mountport $MP \
+    > "$TMP/out" 2> "$TMP/log" &
+PID=$!
+for _ in $(seq 100); do grep -q '^ready' "$TMP/out" && break; sleep 0.05; done
+grep -q '^ready' "$TMP/out" || fail "nfs_serve under prlimit did not start"
+python3 - "$NP" <<'PY' || fail "EMFILE flood client"
+import socket, sys, time
+socks = []
+for _ in range(150):
+    s = socket.socket(); s.setblocking(False)
+    try: s.connect(("127.0.0.1", int(sys.argv[1])))
+    except BlockingIOError: pass
+    socks.append(s)
+time.sleep(3)                   # the server runs out of descriptors for these 3 s
+for s in socks: s.close()
+PY
+lines=$(grep -c "accept" "$TMP/log")
+bytes=$(stat -c %s "$TMP/log")
+echo "log after 3 s at EMFILE: $lines accept lines, $bytes bytes"
+[ "$lines" -ge 1 ] || fail "EMFILE was never reported"
+[ "$bytes" -lt 20000 ] || fail "log flood at EMFILE: $bytes bytes"
+sleep 0.5
+$P null 127.0.0.1 $NP 100003 3 >/dev/null || fail "NULL after EMFILE"
+nfs_serve_down
+
+echo "== MOUNT table and log injection"
+: > "$TMP/log"
+nfs_serve_up "$TMP" --dir "$TMP/exp" --path /export --nfsport $NP --mountport $MP
+for p in /export /export/ //export /export/. /export/./ /export//. /export/././/; do
+    [ "$($P mnt 127.0.0.1 $MP "$p")" = 0 ] || fail "MNT $p"
+done
+[ "$($P mnt 127.0.0.1 $MP /export/..)" = 13 ] || fail "MNT /export/.. not refused with MNT3ERR_ACCES"
+[ "$($P dump 127.0.0.1 $MP)" = 1 ] || fail "DUMP lists $($P dump 127.0.0.1 $MP) entries for 7 spellings of one path"
+$P mnt 127.0.0.1 $MP $'/nope\n00:00:00.000 error forged line\e[2J' >/dev/null
+grep -q '^00:00:00.000 error forged' "$TMP/log" && fail "MOUNT path injected a log line"
+grep -q 'nope\\x0a00:00:00.000 error forged line\\x1b\[2J' "$TMP/log" || fail "escaped path not in the log"
+nfs_serve_down
+echo "45_nfs_limits: ok"
