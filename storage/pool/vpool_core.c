@@ -44,7 +44,6 @@ static void pool_free(struct vpool *p)
     for (int i = 0; i < VP_MAX_VOLS; i++) if (p->vols[i]) vp_vol_free(p->vols[i]);
     for (int i = 0; i < VP_MAXM; i++) if (p->m[i].fd >= 0) close(p->m[i].fd);
     vc_free(p->cache);
-    free(p->carena);
     free(p->parena);
     vp_meta_free(p);
     free(p->pend);

@@ -151,12 +151,11 @@ struct vpool {
     pthread_mutex_t part_lock[64];   /* sub-4K read-modify-write of one logical sector */
 
     struct vp_cache *cache;
+    bool direct_io;               /* members opened O_DIRECT: the cache is the only read cache */
     /* held shared by a write while it puts its sectors in the cache, exclusive by a
      * commit while it collects them: a commit takes whole requests (whole parity rows
      * for large writes), never a random part of one in progress */
     pthread_rwlock_t put_lock;
-    uint8_t *carena;              /* commit_lock: collect buffer kept between commits */
-    size_t carena_cap;            /* sectors */
     uint8_t *parena;              /* commit_lock: parity scratch of vp_apply_writes, kept */
     size_t parena_cap;            /* bytes */
     uint64_t dirty_max;           /* sectors: writers commit themselves above this */
@@ -343,10 +342,12 @@ void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t ep
 void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
 void vc_drop(struct vp_cache *c, uint64_t key);
 uint64_t vc_dirty_count(struct vp_cache *c);
-/* Copies every dirty sector out (data in one block *arena of *cap sectors, reused if
- * large enough, else replaced); SIZE_MAX when out of memory. */
-size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena, size_t *cap);
-void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen);
+/* Lends every dirty sector's buffer (no copy) to a commit; SIZE_MAX when out of memory.
+ * vc_release gives them back: committed entries whose data did not change meanwhile
+ * become clean (keep) or leave the cache. */
+size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out);
+void vc_release(struct vp_cache *c, const struct vp_wsect *w, size_t n, bool committed, bool keep);
+void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen, bool keep);
 
 /* ---- background (vpool_scrub.c) ---- */
 int  vp_bg_start(struct vpool *p, int kind, uint32_t resilver_mask);

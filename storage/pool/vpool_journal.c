@@ -197,7 +197,7 @@ int vp_commit_ex(struct vpool *p, bool durable)
     struct vp_wsect *ws;
     uint8_t *extra = NULL;
     pthread_rwlock_wrlock(&p->put_lock);
-    size_t n = vc_collect_dirty(p->cache, &ws, &p->carena, &p->carena_cap);
+    size_t n = vc_collect_dirty(p->cache, &ws);
     pthread_rwlock_unlock(&p->put_lock);
     if (n == SIZE_MAX) return -ENOMEM;
 
@@ -209,12 +209,13 @@ int vp_commit_ex(struct vpool *p, bool durable)
 
     int rc = 0;
     bool recs_journaled = false;
-    struct { uint64_t key, dgen; } *clean = NULL;
-    size_t nclean = n;
+    struct vp_wsect *lent = NULL;   /* the cache's buffers as collected (ws gets sorted, lz4 replaces it) */
+    size_t nlent = n;
+    bool committed = false;
     if (n) {
-        clean = malloc(n * sizeof *clean);
-        if (!clean) { rc = -ENOMEM; goto out; }
-        for (size_t i = 0; i < n; i++) { clean[i].key = ws[i].sect; clean[i].dgen = ws[i].dgen; }
+        lent = malloc(n * sizeof *lent);
+        if (!lent) { vc_release(p->cache, ws, n, false, false); rc = -ENOMEM; nlent = 0; goto out; }
+        memcpy(lent, ws, n * sizeof *lent);
         rc = vp_lz4_commit_prepare(p, &ws, &n, &extra);
         if (rc) goto out;
         for (size_t i = 0; i < n; i++) if (ws[i].data) ws[i].csum = vp_csum_of(ws[i].data);
@@ -253,7 +254,7 @@ int vp_commit_ex(struct vpool *p, bool durable)
     } while (i < n);
     if (any_intent) atomic_store(&p->unsynced, 1);
     if (rc) goto out;
-    for (size_t k = 0; k < nclean; k++) vc_mark_clean(p->cache, clean[k].key, clean[k].dgen);
+    committed = true;
 done:
     if (durable && atomic_load(&p->unsynced)) {   /* in-place data of intents becomes durable */
         uint64_t t0 = vp_now_ns();
@@ -280,7 +281,8 @@ out:
         pthread_mutex_unlock(&p->pend_lock);
     }
     if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
-    free(clean); free(ws); free(extra); free(recs);
+    if (lent) vc_release(p->cache, lent, nlent, committed, p->direct_io);   /* else the page cache has it */
+    free(lent); free(ws); free(extra); free(recs);
     return rc;
 }
 

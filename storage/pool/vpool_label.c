@@ -39,6 +39,7 @@ void vp_set_direct(struct vpool *p, int m)
     struct vp_member *mb = &p->m[m];
     int fl = mb->fd >= 0 ? fcntl(mb->fd, F_GETFL) : -1;
     mb->direct = fl >= 0 && fcntl(mb->fd, F_SETFL, fl | O_DIRECT) == 0;
+    if (mb->direct) p->direct_io = true;
     if (!mb->direct) log_warn("vpool %s: %s: O_DIRECT not available, using the page cache", p->name, mb->path);
 }
 

@@ -87,7 +87,8 @@ static int read_sectors(struct vpool *p, struct vp_vol *v, uint64_t vsect, unsig
     while (hit & (1u << hi)) hi--;
     if (!hit) {   /* common case: straight into the caller's buffer */
         if ((rc = vp_read_run(p, ps, cnt, out))) return rc;
-        if (cnt == 1 && vc_admit(p->cache, ps)) vc_put_clean(p->cache, ps, out, epoch);
+        /* members in the page cache already cache it: a second copy here only costs */
+        if (cnt == 1 && p->direct_io && vc_admit(p->cache, ps)) vc_put_clean(p->cache, ps, out, epoch);
         return 0;
     }
     if ((rc = vp_read_run(p, ps + lo, hi - lo + 1, tmp))) return rc;
