@@ -276,7 +276,14 @@ static void raidz_row_degraded(struct apply_ctx *a, uint64_t row, const uint8_t 
 
 /* raidz1 row, all members available: read the unwritten parts of [wlo, whi] of every
  * data column (none for full-row writes), compute parity over the range in one go. */
-static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_CHUNK_SECT])
+/* columns a raidz1 row needs read for its parity, fetched for the whole batch before
+ * any parity is computed: one thread per member, so the reads of different members
+ * overlap (they are what random writes wait for, above all without the page cache) */
+struct pre_read { uint8_t *buf[VP_MAXM]; int rc[VP_MAXM]; unsigned wlo, whi; };
+struct rd_req { uint64_t off; size_t len; uint8_t *buf; size_t grp; int col; };
+struct rd_queue { struct rd_req *r; size_t n, cap; };
+
+static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_CHUNK_SECT], const struct pre_read *pr)
 {
     struct vpool *p = a->p;
     int pm = vp_parity_member(p, row), ndc = p->ndata;
@@ -296,8 +303,14 @@ static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_
     uint8_t *par = fast ? par_get(a, len) : NULL;
     if (!par) { raidz_row_degraded(a, row, nd); return; }
     par -= boff;   /* indexed by sector within the row below */
+    const uint8_t *colbuf[VP_MAXM];
     for (int c = 0; c < ndc; c++) {
-        if (need_read[c] && vp_mread(p, vp_col_member(p, row, c), a->col[c] + boff, len, vp_moff(p, row, wlo)) < 0) {
+        colbuf[c] = a->col[c];
+        if (!need_read[c]) continue;
+        if (pr && pr->buf[c] && pr->wlo == wlo && pr->whi == whi) {   /* read ahead by prefetch_rows */
+            if (pr->rc[c] < 0) { raidz_row_degraded(a, row, nd); return; }
+            colbuf[c] = pr->buf[c] - boff;
+        } else if (vp_mread(p, vp_col_member(p, row, c), a->col[c] + boff, len, vp_moff(p, row, wlo)) < 0) {
             raidz_row_degraded(a, row, nd);   /* the member just failed */
             return;
         }
@@ -308,7 +321,7 @@ static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_
         uintptr_t align = (uintptr_t)(par + w * VP_SECTOR);
         void *vec[VP_MAXM + 1];
         for (int c = 0; c < ndc; c++) {
-            src[c] = nd[c][w] ? nd[c][w] : a->col[c] + w * VP_SECTOR;
+            src[c] = nd[c][w] ? nd[c][w] : colbuf[c] + w * VP_SECTOR;
             vec[c] = (void *)src[c];
             align |= (uintptr_t)src[c];
         }
@@ -318,6 +331,91 @@ static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_
     }
     for (int c = 0; c < ndc; c++) queue_runs(a, vp_col_member(p, row, c), row, nd[c]);
     q_add(a, pm, vp_moff(p, row, wlo), par + boff, len);
+}
+
+struct rd_job { struct vpool *p; int m; struct rd_queue *q; struct pre_read *pr; };
+
+static void *read_member(void *arg)
+{
+    struct rd_job *j = arg;
+    for (size_t i = 0; i < j->q->n; i++) {
+        struct rd_req *r = &j->q->r[i];
+        j->pr[r->grp].rc[r->col] = vp_mread(j->p, j->m, r->buf, r->len, r->off);
+    }
+    return NULL;
+}
+
+/* For every row group of the batch (in order) the columns raidz_row will need; read
+ * in parallel across members. Returns the array (one entry per group) or NULL. */
+static struct pre_read *prefetch_rows(struct vpool *p, const struct vp_wsect *ws, size_t n, size_t *ngroups)
+{
+    size_t ng = 0, cap = 64;
+    struct pre_read *pr = calloc(cap, sizeof *pr);
+    struct rd_queue q[VP_MAXM] = {{0}};
+    bool any = false, oom = !pr;
+    for (size_t i = 0; i < n && !oom;) {
+        int col;
+        uint64_t row = vp_row_of(p, ws[i].sect, &col);
+        uint32_t have[VP_MAXM] = {0};   /* bit w: column c has new data at w */
+        size_t j = i;
+        for (; j < n; j++) {
+            int c;
+            if (vp_row_of(p, ws[j].sect, &c) != row) break;
+            if (ws[j].data) have[c] |= 1u << (ws[j].sect % VP_CHUNK_SECT);   /* as raidz_row sees it */
+        }
+        i = j;
+        if (ng == cap) {
+            struct pre_read *np = realloc(pr, cap * 2 * sizeof *np);
+            if (!np) { oom = true; break; }
+            memset(np + cap, 0, cap * sizeof *np);
+            pr = np; cap *= 2;
+        }
+        struct pre_read *g = &pr[ng++];
+        uint32_t all = 0;
+        for (int c = 0; c < p->ndata; c++) all |= have[c];
+        if (!all) continue;
+        unsigned wlo = __builtin_ctz(all), whi = 31 - __builtin_clz(all);
+        g->wlo = wlo; g->whi = whi;
+        uint32_t span = (whi == 31 ? ~0u : (1u << (whi + 1)) - 1) & ~((1u << wlo) - 1);
+        for (int c = 0; c < p->ndata; c++) {
+            int m = vp_col_member(p, row, c);
+            if ((have[c] & span) == span || !vp_readable(p, m)) continue;   /* raidz_row decides the rest */
+            size_t len = (whi - wlo + 1) * VP_SECTOR;
+            struct rd_queue *rq = &q[m];
+            if (rq->n == rq->cap) {
+                size_t nc = rq->cap ? rq->cap * 2 : 64;
+                struct rd_req *nr = realloc(rq->r, nc * sizeof *nr);
+                if (!nr) { oom = true; break; }
+                rq->r = nr; rq->cap = nc;
+            }
+            if (posix_memalign((void **)&g->buf[c], 64, len)) { g->buf[c] = NULL; oom = true; break; }
+            rq->r[rq->n++] = (struct rd_req){ vp_moff(p, row, wlo), len, g->buf[c], ng - 1, c };   /* pr may move */
+            any = true;
+        }
+    }
+    if (!oom && any) {
+        struct rd_job jb[VP_MAXM];
+        pthread_t th[VP_MAXM];
+        bool threaded[VP_MAXM] = {0};
+        int first = -1;
+        for (int m = 0; m < p->n; m++) {
+            jb[m] = (struct rd_job){ p, m, &q[m], pr };
+            if (!q[m].n) continue;
+            if (first < 0) { first = m; continue; }
+            threaded[m] = pthread_create(&th[m], NULL, read_member, &jb[m]) == 0;
+            if (!threaded[m]) read_member(&jb[m]);
+        }
+        if (first >= 0) read_member(&jb[first]);
+        for (int m = 0; m < p->n; m++) if (threaded[m]) pthread_join(th[m], NULL);
+    }
+    for (int m = 0; m < VP_MAXM; m++) free(q[m].r);
+    if (oom) {   /* raidz_row reads for itself */
+        for (size_t k = 0; pr && k < ng; k++) for (int c = 0; c < VP_MAXM; c++) free(pr[k].buf[c]);
+        free(pr);
+        return NULL;
+    }
+    *ngroups = ng;
+    return pr;
 }
 
 static void lock_rows(struct vpool *p, const struct vp_wsect *ws, size_t n, uint8_t *held, bool lock)
@@ -355,6 +453,8 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
     }
     if (rc) goto out;
     lock_rows(p, ws, n, held, true);
+    size_t ngroups = 0, grp = 0;
+    struct pre_read *pre = p->layout == VPOOL_RAIDZ1 && n > 1 ? prefetch_rows(p, ws, n, &ngroups) : NULL;
     for (size_t i = 0; i < n;) {
         int col;
         uint64_t row = vp_row_of(p, ws[i].sect, &col);
@@ -366,7 +466,9 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
             if (vp_row_of(p, ws[j].sect, &c) != row) break;
             nd[c][ws[j].sect % VP_CHUNK_SECT] = ws[j].data;
         }
-        if (p->layout == VPOOL_RAIDZ1) raidz_row(&a, row, nd);
+        const struct pre_read *pg = pre && grp < ngroups ? &pre[grp] : NULL;
+        grp++;
+        if (p->layout == VPOOL_RAIDZ1) raidz_row(&a, row, nd, pg);
         else if (p->layout == VPOOL_MIRROR) {
             for (int m = 0; m < p->n; m++) if (vp_writable(p, m)) queue_runs(&a, m, row, nd[0]);
         } else {
@@ -374,6 +476,8 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
         }
         i = j;
     }
+    for (size_t k = 0; pre && k < ngroups; k++) for (int c = 0; c < VP_MAXM; c++) free(pre[k].buf[c]);
+    free(pre);
     if (a.oom) {   /* nothing queued was written: publish nothing, the commit fails */
         lock_rows(p, ws, n, held, false);
         rc = -ENOMEM;
