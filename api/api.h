@@ -12,6 +12,7 @@ struct api_call {
     json_t *body;              /* parsed JSON body (POST/PATCH), else NULL */
     const char *(*query)(void *conn, const char *name); /* query argument or NULL */
     void *conn;
+    int upload_fd;             /* application/octet-stream body spooled to this file, else -1 */
 };
 
 struct api_reply {
@@ -19,6 +20,8 @@ struct api_reply {
     json_t *json;              /* JSON body (owned) */
     char *text;                /* or a text body (malloc'd), with content_type */
     const char *content_type;
+    int has_fd, fd;            /* or fd_len bytes of file fd (given away; UINT64_MAX: a pipe, to EOF) */
+    uint64_t fd_len;
     char allow[48];            /* methods for an Allow header (405, OPTIONS), or "" */
 };
 
@@ -36,7 +39,7 @@ struct api_resource {
 };
 
 extern const struct api_resource api_pools, api_datasets, api_volumes, api_iscsi_exports,
-    api_nfs_exports, api_system, api_tokens;
+    api_nfs_exports, api_system, api_tokens, api_snapshot_tasks, api_replication_tasks;
 /* iSCSI discovery CHAP settings (api/exports_iscsi.c) for /system/settings: adds the
  * fields to a GET answer; applies a PATCH's fields (0, or -1 with the error in r). */
 void api_iscsi_discovery_json(struct appliance *a, json_t *out);
@@ -44,6 +47,11 @@ int api_iscsi_discovery_patch(struct api_call *c, struct api_reply *r);
 
 /* Register an extra collection (stats, jobs) before http_start. */
 void api_register(const struct api_resource *res);
+/* volumes|datasets/{pool}/{name}/snapshots[/...] and .../receive (api/snapshots.c):
+ * returns 1 if path is one of those (r filled), else 0. */
+int api_snapshots_dispatch(struct api_call *c, const char *path, struct api_reply *r);
+/* Waits (at most 10 s) for snapshot streams still being produced; after the HTTP stop. */
+void api_snapshots_drain(void);
 /* Route an /api/v1/... request (path without the prefix). */
 void api_dispatch(struct api_call *c, const char *path, struct api_reply *r);
 

@@ -18,7 +18,7 @@ static json_t *export_json(struct appliance *a, int64_t id)
                          "FROM iscsi_exports WHERE id=?", "i", id);
     if (!row) return NULL;
     json_object_set_new(row, "luns", db_rows(&a->db,
-        "SELECT l.lun, v.id AS volume_id, p.name || '/' || v.name AS volume, v.size, v.block_size FROM iscsi_luns l "
+        "SELECT l.lun, v.id AS volume_id, p.name || '/' || v.name AS volume, l.snapshot, v.size, v.block_size FROM iscsi_luns l "
         "JOIN volumes v ON v.id=l.volume_id JOIN pools p ON p.id=v.pool_id WHERE l.export_id=? ORDER BY l.lun", "i", id));
     json_object_set_new(row, "enabled", json_boolean(json_integer_value(json_object_get(row, "enabled"))));
     json_object_set_new(row, "chap_secret_set", json_boolean(json_integer_value(json_object_get(row, "chap_secret_set"))));
@@ -47,7 +47,8 @@ static void get(struct api_call *c, struct api_reply *r)
 
 static int check_initiator(const char *s, char *err, size_t len) { return valid_iqn(s, err, len); }
 
-/* luns: [{"lun":0,"volume":"tank/v1"|id}] ; writes iscsi_luns rows for export id. */
+/* luns: [{"lun":0,"volume":"tank/v1"|id[,"snapshot":"s1"]}] ; writes iscsi_luns rows for export id.
+ * A snapshot LUN is read-only. */
 static int write_luns(struct api_call *c, struct api_reply *r, int64_t id, json_t *luns)
 {
     if (!json_is_array(luns) || !json_array_size(luns) || json_array_size(luns) > ISCSI_MAX_LUNS) {
@@ -63,7 +64,7 @@ static int write_luns(struct api_call *c, struct api_reply *r, int64_t id, json_
         const char *k;
         json_t *f;
         json_object_foreach(json_is_object(v) ? v : NULL, k, f) {
-            if (strcmp(k, "lun") && strcmp(k, "volume")) {
+            if (strcmp(k, "lun") && strcmp(k, "volume") && strcmp(k, "snapshot")) {
                 api_error(r, 400, "unknown_field", "luns[%zu]: unknown field \"%s\"", i, k);
                 return -1;
             }
@@ -79,8 +80,21 @@ static int write_luns(struct api_call *c, struct api_reply *r, int64_t id, json_
         else { api_error(r, 400, "invalid_field", "luns[%zu].volume must be \"pool/volume\" or an id", i); return -1; }
         int64_t vid = api_lookup_pool_obj(c, r, "volumes", key);
         if (vid < 0) return -1;
-        int rc = db_exec(&c->app->db, NULL, "INSERT INTO iscsi_luns(export_id, lun, volume_id) VALUES(?,?,?)", "iii",
-                         id, lun, vid);
+        json_t *sn = json_is_object(v) ? json_object_get(v, "snapshot") : NULL;
+        const char *snap = json_is_string(sn) ? json_string_value(sn) : NULL;
+        if (sn && !json_is_null(sn) && !snap) { api_error(r, 400, "invalid_field", "luns[%zu].snapshot must be a name", i); return -1; }
+        if (snap) {
+            json_t *vr = db_row(&c->app->db, "SELECT p.name AS pool, v.name FROM volumes v JOIN pools p ON p.id=v.pool_id "
+                                "WHERE v.id=?", "i", vid);
+            int e = 0;
+            json_t *si = storage_snap_get(c->app->storage, json_string_value(json_object_get(vr, "pool")),
+                                          json_string_value(json_object_get(vr, "name")), 0, snap, &e);
+            json_decref(vr);
+            if (!si) { api_error(r, 404, "not_found", "luns[%zu]: snapshot %s of %s not found", i, snap, key); return -1; }
+            json_decref(si);
+        }
+        int rc = db_exec(&c->app->db, NULL, "INSERT INTO iscsi_luns(export_id, lun, volume_id, snapshot) VALUES(?,?,?,?)",
+                         "iiis", id, lun, vid, snap);
         if (rc) { api_error(r, 409, "exists", "LUN %lld listed twice", (long long)lun); return -1; }
     }
     return 0;

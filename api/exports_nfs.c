@@ -10,7 +10,7 @@
 
 static json_t *export_json(struct appliance *a, int64_t id)
 {
-    json_t *row = db_row(&a->db, "SELECT e.id, e.name, e.dataset_id, p.name || '/' || d.name AS dataset, e.path, "
+    json_t *row = db_row(&a->db, "SELECT e.id, e.name, e.dataset_id, p.name || '/' || d.name AS dataset, e.snapshot, e.path, "
                          "e.clients_json, e.read_only, e.root_squash, e.all_squash, e.anonuid, e.anongid, e.enabled, "
                          "e.created FROM nfs_exports e JOIN datasets d ON d.id=e.dataset_id JOIN pools p ON p.id=d.pool_id "
                          "WHERE e.id=?", "i", id);
@@ -65,13 +65,14 @@ static int get_opts(struct api_call *c, struct api_reply *r, struct nfs_opts *o)
 
 static void create(struct api_call *c, struct api_reply *r)
 {
-    static const char *const allowed[] = { "name", "dataset", "path", "clients", "read_only", "root_squash", "all_squash",
-                                           "anonuid", "anongid", "enabled", NULL };
-    const char *name = NULL, *dataset = NULL, *path = NULL;
+    static const char *const allowed[] = { "name", "dataset", "snapshot", "path", "clients", "read_only", "root_squash",
+                                           "all_squash", "anonuid", "anongid", "enabled", NULL };
+    const char *name = NULL, *dataset = NULL, *path = NULL, *snap = NULL;
     struct nfs_opts o = { .root_squash = 1, .anonuid = 65534, .anongid = 65534, .enabled = 1 };
     char err[256], pathbuf[256], namebuf[160];
     if (api_body_object(c, r, allowed) || api_get_name(c, r, "name", 0, &name) ||
-        api_get_str(c, r, "dataset", 1, &dataset) || api_get_str(c, r, "path", 0, &path) || get_opts(c, r, &o))
+        api_get_str(c, r, "dataset", 1, &dataset) || api_get_str(c, r, "path", 0, &path) || get_opts(c, r, &o) ||
+        api_get_name(c, r, "snapshot", 0, &snap))
         return;
     struct appliance *a = c->app;
     int64_t ds = api_lookup_pool_obj(c, r, "datasets", dataset);
@@ -79,8 +80,19 @@ static void create(struct api_call *c, struct api_reply *r)
     json_t *drow = db_row(&a->db, "SELECT p.name AS pool, d.name FROM datasets d JOIN pools p ON p.id=d.pool_id WHERE d.id=?",
                           "i", ds);
     const char *pool = json_string_value(json_object_get(drow, "pool")), *dname = json_string_value(json_object_get(drow, "name"));
-    if (!path) { snprintf(pathbuf, sizeof pathbuf, "/%s/%s", pool, dname); path = pathbuf; }
-    if (!name) { snprintf(namebuf, sizeof namebuf, "%s_%s", pool, dname); name = namebuf; }
+    if (snap) {   /* a dataset snapshot, always read-only */
+        int e = 0;
+        json_t *si = storage_snap_get(a->storage, pool, dname, 1, snap, &e);
+        if (!si) {
+            api_error(r, 404, "not_found", "snapshot %s of dataset %s not found", snap, dataset);
+            json_decref(drow);
+            return;
+        }
+        json_decref(si);
+        o.ro = 1;
+    }
+    if (!path) { snprintf(pathbuf, sizeof pathbuf, "/%s/%s%s%s", pool, dname, snap ? "@" : "", snap ? snap : ""); path = pathbuf; }
+    if (!name) { snprintf(namebuf, sizeof namebuf, "%s_%s%s%s", pool, dname, snap ? "_" : "", snap ? snap : ""); name = namebuf; }
     json_decref(drow);
     if (valid_abs_path(path, err, sizeof err) || !strcmp(path, "/")) {
         api_error(r, 400, "invalid_field", "path: %s", strcmp(path, "/") ? err : "\"/\" cannot be exported");
@@ -93,9 +105,9 @@ static void create(struct api_call *c, struct api_reply *r)
     int64_t id;
     db_begin(&a->db);
     json_t *empty = json_array();
-    int rc = db_exec(&a->db, &id, "INSERT INTO nfs_exports(name, dataset_id, path, clients_json, read_only, root_squash, "
-                     "all_squash, anonuid, anongid, enabled, created) VALUES(?,?,?,?,?,?,?,?,?,?,?)", "sisjiiiiiii", name,
-                     ds, path, o.clients ? o.clients : empty, (int64_t)o.ro, (int64_t)o.root_squash,
+    int rc = db_exec(&a->db, &id, "INSERT INTO nfs_exports(name, dataset_id, snapshot, path, clients_json, read_only, "
+                     "root_squash, all_squash, anonuid, anongid, enabled, created) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                     "sissjiiiiiii", name, ds, snap, path, o.clients ? o.clients : empty, (int64_t)o.ro, (int64_t)o.root_squash,
                      (int64_t)o.all_squash, o.anonuid, o.anongid, (int64_t)o.enabled, (int64_t)time(NULL));
     json_decref(empty);
     if (rc) {

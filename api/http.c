@@ -35,6 +35,7 @@ struct req {
     size_t len;
     int too_big;
     int answered;              /* refused from the headers alone */
+    int fd;                    /* binary upload (snapshot stream) spooled to an unlinked file, else -1 */
 };
 
 static http_text_fn metrics_fn;
@@ -144,9 +145,12 @@ static int handle_api(struct http_server *h, struct MHD_Connection *conn, const 
 {
     /* HEAD is GET without the body (libmicrohttpd drops it) */
     struct api_call c = { .app = h->app, .method = strcmp(method, "HEAD") ? method : "GET", .query = query_arg,
-                          .conn = conn };
+                          .conn = conn, .upload_fd = rq->fd };
     struct api_reply r = { 0 };
-    if (rq->len) {
+    if (rq->fd >= 0) {
+        lseek(rq->fd, 0, SEEK_SET);
+        c.body = json_object();
+    } else if (rq->len) {
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
         if (!ct || strncasecmp(ct, "application/json", 16))
             return queue_error(conn, 415, "unsupported_media_type", "request body must be application/json");
@@ -163,8 +167,16 @@ static int handle_api(struct http_server *h, struct MHD_Connection *conn, const 
     api_dispatch(&c, path, &r);
     json_decref(c.body);
     int rc;
-    if (r.text) rc = queue_allow(conn, r.status, r.content_type ? r.content_type : "text/plain", r.text,
-                                 strlen(r.text), r.allow);
+    if (r.has_fd) {   /* a snapshot stream spooled to a file */
+        struct MHD_Response *resp = r.fd_len == UINT64_MAX ? MHD_create_response_from_pipe(r.fd)
+                                                          : MHD_create_response_from_fd(r.fd_len, r.fd);
+        MHD_add_response_header(resp, "Content-Type", r.content_type ? r.content_type : "application/octet-stream");
+        MHD_add_response_header(resp, "Cache-Control", "no-store");
+        common_headers(resp);
+        rc = MHD_queue_response(conn, r.status, resp);
+        MHD_destroy_response(resp);
+    } else if (r.text) rc = queue_allow(conn, r.status, r.content_type ? r.content_type : "text/plain", r.text,
+                                        strlen(r.text), r.allow);
     else rc = queue_json_allow(conn, r.status, r.json, r.allow);
     json_decref(r.json);
     char epath[NASD_LOG_ESC_SIZE(128)];
@@ -211,6 +223,16 @@ static int origin_ok(struct MHD_Connection *conn)
 
 /* Checks made once the headers are in, before any body byte is read: the answer to a
  * request that fails them costs no body upload. Returns -1 if none applies. */
+/* POST .../receive with an application/octet-stream body: a snapshot stream, spooled to a
+ * file instead of memory (no max_body). A plain HTML form cannot send that type either. */
+static int stream_upload(struct MHD_Connection *conn, const char *url, const char *method)
+{
+    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    size_t l = strlen(url);
+    return !strcmp(method, "POST") && !strncmp(url, "/api/v1/", 8) && l > 8 && !strcmp(url + l - 8, "/receive") &&
+           ct && !strncasecmp(ct, "application/octet-stream", 24);
+}
+
 static int early_checks(struct http_server *h, struct MHD_Connection *conn, const char *url, const char *method)
 {
     int api = !strncmp(url, "/api/", 5), metrics = !strcmp(url, "/metrics");
@@ -224,13 +246,14 @@ static int early_checks(struct http_server *h, struct MHD_Connection *conn, cons
     if (state_changing(method) && !origin_ok(conn))
         return queue_error(conn, 403, "forbidden_origin", "cross-origin request refused");
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-    if (cl && strtoull(cl, NULL, 10) > h->app->cfg.max_body)
+    if (cl && strtoull(cl, NULL, 10) > h->app->cfg.max_body && !stream_upload(conn, url, method))
         return queue_error(conn, 413, "body_too_large", "request body exceeds the limit");
     if (api && (!strcmp(method, "POST") || !strcmp(method, "PATCH"))) {
         /* a plain HTML form cannot send either: no cross-site POST, even with an empty body */
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
         int json = ct && !strncasecmp(ct, "application/json", 16);
-        if (!json && !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Requested-With"))
+        if (!json && !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Requested-With") &&
+            !stream_upload(conn, url, method))
             return queue_error(conn, 415, "unsupported_media_type",
                                "request must be Content-Type: application/json (or carry X-Requested-With)");
     }
@@ -245,10 +268,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!rq) {
         rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO;
+        rq->fd = -1;
         *ptr = rq;
         http_guard_headers_done(conn);
         int rc = early_checks(h, conn, url, method);
         if (rc >= 0) { rq->answered = 1; return rc; }
+        if (stream_upload(conn, url, method)) {   /* authorised already: spool it, no size limit */
+            if ((rq->fd = open(h->app->cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+                rq->fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+            if (rq->fd < 0) return MHD_NO;
+        }
+        return MHD_YES;
+    }
+    if (*upload_size && rq->fd >= 0 && !rq->answered) {
+        for (const char *p = upload; rq->fd >= 0 && p < upload + *upload_size;) {
+            ssize_t n = write(rq->fd, p, upload + *upload_size - p);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) { close(rq->fd); rq->fd = -1; rq->too_big = 1; break; }
+            p += n;
+        }
+        *upload_size = 0;
         return MHD_YES;
     }
     if (rq->answered) { *upload_size = 0; return MHD_YES; } /* rest of a refused body: dropped */
@@ -284,7 +323,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **ptr, enum MHD_RequestTerminationCode toe)
 {
     struct req *rq = *ptr;
-    if (rq) { free(rq->body); free(rq); }
+    if (rq) { if (rq->fd >= 0) close(rq->fd); free(rq->body); free(rq); }
     *ptr = NULL;
     http_guard_request_done(conn);
 }
@@ -341,6 +380,7 @@ void http_stop(struct http_server *h)
 {
     if (!h) return;
     MHD_stop_daemon(h->d);
+    api_snapshots_drain();   /* their readers are gone: they end at the next write */
     http_guard_stop(h->guard);
     free(h);
 }

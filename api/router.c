@@ -10,6 +10,7 @@
 
 static const struct api_resource *resources[] = {
     &api_pools, &api_datasets, &api_volumes, &api_iscsi_exports, &api_nfs_exports, &api_system, &api_tokens,
+    &api_snapshot_tasks, &api_replication_tasks,
 };
 
 /* Extra resources registered at start (stats, jobs) live beside the fixed ones. */
@@ -182,6 +183,7 @@ json_t *api_pool_obj_list(struct api_call *c, const char *select_sql, json_t *(*
 
 void api_dispatch(struct api_call *c, const char *path, struct api_reply *r)
 {
+    if (api_snapshots_dispatch(c, path, r)) return;
     const struct api_resource *res = NULL;
     size_t plen = 0;
     for (int i = 0; i < (int)(sizeof resources / sizeof *resources) + nextra; i++) {

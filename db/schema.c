@@ -55,6 +55,18 @@ static const char *migrations[] = {
     "  queue_depth INTEGER NOT NULL, destructive INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL,"
     "  progress REAL NOT NULL DEFAULT 0, started INTEGER NOT NULL, finished INTEGER,"
     "  result_json TEXT, timeline_json TEXT NOT NULL DEFAULT '[]', error TEXT);",
+    /* 3: read-only exports of snapshots, periodic snapshot and replication tasks */
+    "ALTER TABLE iscsi_luns ADD COLUMN snapshot TEXT;"
+    "ALTER TABLE nfs_exports ADD COLUMN snapshot TEXT;"
+    "CREATE TABLE snapshot_tasks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, pool TEXT NOT NULL, name TEXT NOT NULL,"
+    "  interval_s INTEGER NOT NULL, keep INTEGER NOT NULL, prefix TEXT NOT NULL DEFAULT 'auto',"
+    "  enabled INTEGER NOT NULL DEFAULT 1, last_run INTEGER NOT NULL DEFAULT 0, last_error TEXT,"
+    "  created INTEGER NOT NULL);"
+    "CREATE TABLE replication_tasks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, pool TEXT NOT NULL, name TEXT NOT NULL,"
+    "  target_url TEXT NOT NULL, target_token TEXT NOT NULL DEFAULT '', target_pool TEXT NOT NULL,"
+    "  target_name TEXT NOT NULL, interval_s INTEGER NOT NULL, keep INTEGER NOT NULL DEFAULT 2,"
+    "  enabled INTEGER NOT NULL DEFAULT 1, last_run INTEGER NOT NULL DEFAULT 0, last_snapshot TEXT,"
+    "  last_error TEXT, created INTEGER NOT NULL);",
 };
 
 int db_latest_schema_version(void) { return (int)(sizeof migrations / sizeof *migrations); }

@@ -262,6 +262,7 @@ static void io_error(struct scsi_cmd *c, int err, bool write)
     log_warn("iscsi: %s %s lba %llu: %s", c->lu->bdev->name, write ? "write" : "read",
              (unsigned long long)c->lba, strerror(-err));
     if (err == -ENOSPC) scsi_set_sense(c, SK_DATA_PROTECT, 0x2707); /* space allocation failed */
+    else if (err == -EROFS) scsi_set_sense(c, SK_DATA_PROTECT, 0x2700); /* write protected (a snapshot) */
     else scsi_set_sense(c, SK_MEDIUM_ERROR, write ? ASC_WRITE_ERROR : ASC_UNRECOVERED_READ);
 }
 

@@ -217,12 +217,12 @@ void spc_mode_sense(struct scsi_cmd *c)
     }
     if (ten) {
         put_be16(d, (uint16_t)(n - 2));
-        d[3] = 0x10;                                         /* DPOFUA */
+        d[3] = 0x10 | (c->lu->bdev->read_only ? 0x80 : 0);  /* DPOFUA, WP */
         if (llbaa && !dbd) d[4] = 0x01;                      /* LONGLBA */
         put_be16(d + 6, (uint16_t)bdlen);
     } else {
         d[0] = (uint8_t)(n - 1);
-        d[2] = 0x10;
+        d[2] = 0x10 | (c->lu->bdev->read_only ? 0x80 : 0);
         d[3] = (uint8_t)bdlen;
     }
     scsi_din_copy(c, d, n, alloc);

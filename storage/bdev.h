@@ -33,6 +33,7 @@ struct nasd_bdev {
     uint8_t uuid[16];     /* stable identity (NAA designator, unit serial) */
     char name[128];       /* "pool/volume" */
     atomic_int refs;
+    int read_only;        /* writes fail -EROFS (snapshots); reported as write-protected */
 };
 
 static inline nasd_bdev *nasd_bdev_get(nasd_bdev *b)
@@ -56,3 +57,7 @@ static inline int nasd_bdev_unmap(nasd_bdev *b, uint64_t off, uint64_t len)
  * size 0 = use the file's size. Returns NULL with *err = -errno. */
 nasd_bdev *nasd_file_bdev_open(const char *path, uint64_t size, uint32_t block_size,
                                const char *name, int *err);
+
+/* A RAM overlay over base (which it never writes): writes are kept in memory (at most
+ * 256 MiB) and read back over base. For mounting read-only snapshots. */
+nasd_bdev *nasd_overlay_bdev(nasd_bdev *base, int *err);

@@ -38,3 +38,6 @@ int nasd_ext2_format(nasd_bdev *b, const char *label);
 /* Takes its own reference on b. Replays the journal, computes usage for quota. */
 struct nasd_fsroot *nasd_fsroot_open_ext2(nasd_bdev *b, const char *name, uint64_t fsid,
                                           uint64_t quota, int *err);
+/* Engine datasets: commits the filesystem and runs fn while no operation can change it,
+ * so that fn (a volume snapshot) sees a commit point. Other backends: just fn. */
+int nasd_ext2_commit_hold(struct nasd_fsroot *f, int (*fn)(void *), void *arg);

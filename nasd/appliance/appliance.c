@@ -1,6 +1,7 @@
 /* Runtime glue between the configuration DB, the storage manager and the services. */
 #define _GNU_SOURCE
 #include "nasd/appliance/appliance.h"
+#include "nasd/appliance/snap_tasks.h"
 #include "iscsi/iscsi.h"
 #include "util/flock.h"
 #include "util/log.h"
@@ -52,15 +53,17 @@ static int apply_iscsi(struct appliance *a, struct export_rt *e, json_t *row, ch
             snprintf(c->initiators[c->ninitiators++], sizeof c->initiators[0], "%s", json_string_value(v));
     }
     json_t *luns = db_rows(&a->db,
-        "SELECT l.lun, v.name AS volume, v.block_size, p.name AS pool FROM iscsi_luns l "
+        "SELECT l.lun, v.name AS volume, l.snapshot, v.block_size, p.name AS pool FROM iscsi_luns l "
         "JOIN volumes v ON v.id=l.volume_id JOIN pools p ON p.id=v.pool_id WHERE l.export_id=? ORDER BY l.lun",
         "i", e->id);
     int rc = 0;
     json_array_foreach(luns, i, v) {
         if (c->nluns >= ISCSI_MAX_LUNS) break;
         int berr = 0;
-        nasd_bdev *b = storage_volume_open(a->storage, jstr(v, "pool"), jstr(v, "volume"),
-                                           (uint32_t)json_integer_value(json_object_get(v, "block_size")), &berr);
+        uint32_t bs = (uint32_t)json_integer_value(json_object_get(v, "block_size"));
+        const char *snap = json_string_value(json_object_get(v, "snapshot"));   /* read-only LUN */
+        nasd_bdev *b = snap ? storage_snap_open_volume(a->storage, jstr(v, "pool"), jstr(v, "volume"), snap, bs, &berr)
+                            : storage_volume_open(a->storage, jstr(v, "pool"), jstr(v, "volume"), bs, &berr);
         if (!b) {
             snprintf(err, errlen, "cannot open volume %s/%s: %s", jstr(v, "pool"), jstr(v, "volume"), strerror(-berr));
             rc = berr;
@@ -103,9 +106,15 @@ static int apply_nfs(struct appliance *a, struct export_rt *e, json_t *row, char
             nfs_parse_client_net(json_string_value(v), &c->nets[c->nnets]) == 0)
             c->nnets++;
     }
-    c->fs = storage_dataset_open(a->storage, jstr(ds, "pool"), jstr(ds, "name"),
-                                 (uint64_t)json_integer_value(json_object_get(ds, "id")),
-                                 (uint64_t)json_integer_value(json_object_get(ds, "quota")), &ferr);
+    const char *snap = json_string_value(json_object_get(row, "snapshot"));
+    uint64_t dsid = (uint64_t)json_integer_value(json_object_get(ds, "id"));
+    if (snap) {   /* a read-only view of a dataset snapshot: its own filesystem id */
+        c->read_only = 1;
+        c->fs = storage_snap_open_dataset(a->storage, jstr(ds, "pool"), jstr(ds, "name"), snap,
+                                          dsid | (uint64_t)e->id << 32 | 1ull << 63, &ferr);
+    } else
+        c->fs = storage_dataset_open(a->storage, jstr(ds, "pool"), jstr(ds, "name"), dsid,
+                                     (uint64_t)json_integer_value(json_object_get(ds, "quota")), &ferr);
     if (!c->fs) {
         snprintf(err, errlen, "cannot open dataset %s/%s: %s", jstr(ds, "pool"), jstr(ds, "name"), strerror(-ferr));
         rc = ferr;
@@ -337,11 +346,15 @@ int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *er
      * refused until pools and exports are restored: never "target not found" / NOENT */
     if (start_services(a, err, errlen)) return -1;
     restore(a);
-    return open_services(a, err, errlen);
+    if (open_services(a, err, errlen)) return -1;
+    a->snap_tasks = snap_tasks_start(a);
+    return 0;
 }
 
 void appliance_stop(struct appliance *a)
 {
+    snap_tasks_stop(a->snap_tasks);
+    a->snap_tasks = NULL;
     if (a->iscsi) iscsi_server_stop(a->iscsi);
     if (a->nfs) nfs_server_stop(a->nfs);
     a->iscsi = NULL;

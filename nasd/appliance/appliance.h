@@ -34,6 +34,7 @@ struct appliance {
     pthread_mutex_t lock;         /* config changes and the export list */
     struct export_rt *exports;
     time_t started;
+    struct snap_tasks *snap_tasks;   /* nasd/appliance/snap_tasks.c */
     int state_lock_fd, db_lock_fd; /* exclusive flocks held for the daemon's life (-1: none) */
 };
 

@@ -608,3 +608,14 @@ void nasd_ext2_abandon(struct nasd_fsroot *f)
     e2_free(e);
     free(f);
 }
+
+int nasd_ext2_commit_hold(struct nasd_fsroot *f, int (*fn)(void *), void *arg)
+{
+    if (f->vfs != &e2_ops) return fn(arg);
+    struct e2 *e = E2(f);
+    e2_lock(e);
+    int rc = e->dirty ? e2_commit_locked(e) : 0;
+    if (!rc) rc = fn(arg);
+    e2_unlock(e);
+    return rc;
+}

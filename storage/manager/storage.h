@@ -68,3 +68,30 @@ uint64_t storage_dataset_allocated(struct storage *st, const char *pool, const c
 json_t *storage_pool_datasets(struct storage *st, const char *name);
 /* Where a dataset lives, for display: "pool/name", or the directory of an old one. */
 void storage_dataset_path(struct storage *st, const char *pool, const char *name, char *out, size_t outlen);
+
+/* Snapshots (storage/manager/snapshots.c) of a volume (is_ds 0) or a dataset (is_ds 1).
+ * Errors: -errno with a message in err. A dataset snapshot is taken at a filesystem
+ * commit point; rolling a dataset back closes its open filesystem (callers unexport
+ * it first). Lists: [{name, created, size, used, referenced, clones, guid}]. */
+int storage_snap_create(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
+                        char *err, size_t errlen);
+int storage_snap_destroy(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
+                         char *err, size_t errlen);
+json_t *storage_snap_list(struct storage *st, const char *pool, const char *obj, int is_ds, int *errp);
+json_t *storage_snap_get(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap, int *errp);
+int storage_snap_rollback(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
+                          char *err, size_t errlen);
+int storage_snap_clone(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
+                       const char *clone, char *err, size_t errlen);
+/* Stream of snap (or of the changes since from) written to fd / applied from fd. */
+int storage_snap_send(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
+                      const char *from, int fd, char *err, size_t errlen);
+int storage_snap_receive(struct storage *st, const char *pool, const char *obj, int is_ds, int fd, int force,
+                         char *snap_out, char *err, size_t errlen);
+/* Read-only views: a bdev over a volume snapshot, a filesystem over a dataset snapshot. */
+nasd_bdev *storage_snap_open_volume(struct storage *st, const char *pool, const char *vol, const char *snap,
+                                    uint32_t block_size, int *errp);
+struct nasd_fsroot *storage_snap_open_dataset(struct storage *st, const char *pool, const char *ds, const char *snap,
+                                              uint64_t fsid, int *errp);
+/* Clone origin ("vol", "snap") of a volume/dataset; -ENOENT if it is no clone. */
+int storage_volume_origin(struct storage *st, const char *pool, const char *obj, int is_ds, char *ovol, char *osnap);

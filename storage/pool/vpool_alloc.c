@@ -1,6 +1,6 @@
 /* Allocation of 1 MiB units (AU) to volumes: thin, on first write. The AU owner table
- * (au[]: volume id + volume AU index) is the persistent truth; volume maps are
- * rebuilt from it at import. */
+ * (au[]: volume id + volume AU index + birth/death generation) is the persistent truth;
+ * volume maps are rebuilt from it (and the snapshot table) at import. */
 #include "storage/pool/vpool_impl.h"
 #include "util/log.h"
 #include <stdlib.h>
@@ -17,12 +17,26 @@ int vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_o
         pthread_mutex_unlock(&p->alloc_lock);
         return -ENOSPC;   /* what is left is promised to thick volumes */
     }
+    uint64_t au;
+    if (vp_alloc_take(p, v, vext, &au)) { pthread_mutex_unlock(&p->alloc_lock); return -ENOSPC; }
+    if (!thin && p->thick_unalloc) p->thick_unalloc--;
+    struct vp_rec r = { .type = VP_REC_ALLOC, .a32 = v->id, .a = au, .b = vext | (uint64_t)p->au[au].birth << 32 };
+    vp_pend_add(p, &r);
+    __atomic_store_n(&v->map[vext], (uint32_t)au + 1, __ATOMIC_RELEASE);
+    v->mapped++;
+    pthread_mutex_unlock(&p->alloc_lock);
+    *au_out = (uint32_t)au;
+    return 0;
+}
+
+int vp_alloc_take(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t *au_out)
+{
     uint64_t au = p->n_au;
     for (uint64_t k = 0; k < p->n_au; k++) {
         uint64_t i = (p->au_cursor + k) % p->n_au;
         if (!p->au[i].vol_id) { au = i; break; }
     }
-    if (au == p->n_au) { pthread_mutex_unlock(&p->alloc_lock); return -ENOSPC; }
+    if (au == p->n_au) return -ENOSPC;
     /* a free AU reads as zeros; should stale checksums survive anywhere (they should
      * not), clear them first so old data can never show through */
     bool stale = false;
@@ -34,15 +48,10 @@ int vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_o
         vp_pend_add(p, &z);
     }
     vp_au_set(p, au, v->id, (uint32_t)vext);
+    vp_au_set_life(p, au, p->snap_cur, 0);
     p->au_used++;
-    if (!thin && p->thick_unalloc) p->thick_unalloc--;
     p->au_cursor = au + 1;
-    struct vp_rec r = { .type = VP_REC_ALLOC, .a32 = v->id, .a = au, .b = vext };
-    vp_pend_add(p, &r);
-    __atomic_store_n(&v->map[vext], (uint32_t)au + 1, __ATOMIC_RELEASE);
-    v->mapped++;
-    pthread_mutex_unlock(&p->alloc_lock);
-    *au_out = (uint32_t)au;
+    *au_out = au;
     return 0;
 }
 
@@ -89,17 +98,21 @@ int vp_rebuild_vol_maps(struct vpool *p)
         if (!v->map) return -ENOMEM;
     }
     p->au_used = 0;
+    vp_snap_import_fix(p);   /* frees dead AUs no snapshot holds */
     for (uint64_t au = 0; au < p->n_au; au++) {
         struct vp_au o = p->au[au];
         if (!o.vol_id) continue;
         struct vp_vol *v = o.vol_id <= VP_MAX_VOLS ? p->vols[o.vol_id - 1] : NULL;
         if (!v) { drop_au(p, au, "no such volume"); continue; }
         if (o.vol_ext >= v->map_len) { drop_au(p, au, "beyond the volume end"); continue; }
-        if (v->map[o.vol_ext]) { drop_au(p, au, "extent mapped twice"); continue; }
+        p->au_used++;
+        if (o.death) continue;   /* held by snapshots only */
+        if (v->map[o.vol_ext]) { p->au_used--; drop_au(p, au, "extent mapped twice"); continue; }
         v->map[o.vol_ext] = (uint32_t)au + 1;
         v->mapped++;
-        p->au_used++;
     }
+    int rc = vp_snap_import_clones(p);
+    if (rc) return rc;
     p->thick_unalloc = 0;
     for (int i = 0; i < VP_MAX_VOLS; i++) {
         struct vp_vol *v = p->vols[i];

@@ -14,6 +14,8 @@
 
 #define VP_DEFAULT_CACHE (64ull << 20)
 
+int vp_test_create_fmt;
+
 static struct vpool *pool_new(void)
 {
     struct vpool *p = calloc(1, sizeof *p);
@@ -29,11 +31,13 @@ static struct vpool *pool_new(void)
     pthread_mutex_init(&p->pend_lock, NULL);
     pthread_mutex_init(&p->commit_lock, NULL);
     pthread_mutex_init(&p->bg_lock, NULL);
+    pthread_mutex_init(&p->snap_mu, NULL);
     pthread_mutex_init(&p->flush_mu, NULL);
     pthread_cond_init(&p->flush_cv, NULL);
     for (int i = 0; i < VP_ROW_LOCKS; i++) pthread_mutex_init(&p->row_lock[i], NULL);
     for (int i = 0; i < 64; i++) pthread_mutex_init(&p->part_lock[i], NULL);
     atomic_init(&p->refs, 1);
+    p->fmt = VP_LABEL_VERSION;
     return p;
 }
 
@@ -42,6 +46,7 @@ static void pool_free(struct vpool *p)
     vp_bg_stop(p);
     vp_flusher_stop(p);
     for (int i = 0; i < VP_MAX_VOLS; i++) if (p->vols[i]) vp_vol_free(p->vols[i]);
+    for (int i = 0; i < VP_MAX_SNAPS; i++) free(p->snaps[i]);
     for (int i = 0; i < VP_MAXM; i++) if (p->m[i].fd >= 0) close(p->m[i].fd);
     vc_free(p->cache);
     free(p->parena);
@@ -107,6 +112,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     struct vpool *p = pool_new();
     if (!p) return -ENOMEM;
     snprintf(p->name, sizeof p->name, "%s", name);
+    if (vp_test_create_fmt) p->fmt = (uint32_t)vp_test_create_fmt;
     p->layout = layout;
     p->n = n;
     uint64_t msize = UINT64_MAX;
@@ -195,6 +201,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     p->layout = bl->layout;
     p->n = (int)bl->nmembers;
     p->gen = bl->gen;
+    p->fmt = bl->version;
     p->seq = bl->ckpt_seq;
     for (int i = 0; i < p->n; i++) {
         memcpy(p->m[i].guid, bl->guids[i], 16);
@@ -227,7 +234,9 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
         snprintf(m->path, sizeof m->path, "%s", c[i].path);
         m->fd = c[i].fd; c[i].fd = -1;
         m->size = c[i].size;
-        bool current = l->gen == p->gen && bl->mstate[idx] == VPOOL_M_ONLINE;
+        /* one generation behind and ONLINE in the newest label: it missed only the label
+         * write of the last checkpoint (its metadata pages were synced before any label) */
+        bool current = (l->gen == p->gen || l->gen + 1 == p->gen) && bl->mstate[idx] == VPOOL_M_ONLINE;
         atomic_store(&m->state, current ? VPOOL_M_ONLINE : VPOOL_M_RESILVERING);
         if (current) good |= 1u << idx;
         else log_warn("vpool %s: member %d (%s) is stale (generation %llu < %llu), will resilver", p->name, idx,

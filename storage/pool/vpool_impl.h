@@ -45,9 +45,13 @@
 /* metadata pages: 32 byte header + payload */
 #define VP_MP_PAYLOAD   (VP_SECTOR - 32)
 #define VP_CSUM_PER_PG  (VP_MP_PAYLOAD / 4)      /* 1016 */
-#define VP_AU_PER_PG    (VP_MP_PAYLOAD / 8)      /* 508 */
+#define VP_AU_PER_PG    (VP_MP_PAYLOAD / 16)     /* 254 */
 #define VP_VOL_PER_PG   (VP_MP_PAYLOAD / 128)    /* 31 */
 #define VP_VOLTAB_PAGES (VP_MAX_VOLS / VP_VOL_PER_PG)
+#define VP_SNAP_PER_PG  (VP_MP_PAYLOAD / 128)    /* 31 */
+#define VP_SNAPTAB_PAGES 132
+#define VP_MAX_SNAPS    4092                     /* VP_SNAPTAB_PAGES * VP_SNAP_PER_PG */
+#define VP_GEN_LIVE     UINT32_MAX               /* "generation" of a volume's live map */
 
 struct vp_cache;
 
@@ -72,7 +76,22 @@ struct vp_member {
     _Atomic uint64_t rd_err, wr_err, ck_err;
 };
 
-struct vp_au { uint32_t vol_id, vol_ext; };  /* vol_id 0 = free */
+/* AU owner: vol_id 0 = free. Snapshots (vpool_snap.c): an AU is born in generation
+ * birth and dies (is replaced or unmapped while a snapshot still holds it) in death
+ * (0 = alive). Snapshot generation g of volume vol_id holds it iff birth <= g < death. */
+struct vp_au { uint32_t vol_id, vol_ext, birth, death; };
+static inline bool vp_au_held(const struct vp_au *a, uint32_t g)
+{
+    return a->birth <= g && (a->death == 0 || g < a->death);
+}
+
+struct vp_snap {                  /* a frozen point of a volume (vol_id); slot index in snaps[] */
+    uint32_t vol_id, gen;
+    uint64_t ctime, size;
+    uint8_t uuid[16];
+    char name[64];
+    atomic_int open_count;        /* read-only bdevs over it */
+};
 
 struct vp_vol {
     uint32_t id;                  /* 1-based, index+1 in vols[] */
@@ -90,6 +109,13 @@ struct vp_vol {
     atomic_int open_count;
     pthread_mutex_t bdev_lock;    /* open bdevs list, for live size updates */
     struct vp_vbdev *bdevs;
+    /* snapshots: writers hold snap_lock shared; snapshot create and rollback exclusive */
+    pthread_rwlock_t snap_lock;
+    uint32_t last_snap;           /* newest snapshot generation of this volume, 0 = none */
+    uint32_t origin_id, origin_gen;   /* clone: the snapshot it was cloned from */
+    uint32_t *origin_map;         /* clone: that snapshot's map (immutable), origin_len entries */
+    uint64_t origin_len;
+    struct vp_snap *view_of;      /* transient read-only view of this snapshot (not in vols[]) */
 };
 static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
 {
@@ -100,9 +126,10 @@ static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
 }
 
 /* journal record (also the in-RAM pending metadata delta) */
-/* VP_REC_INTENT: new checksum of a sector written in place without its data in the
+/* ALLOC: a32 volume, a AU, b = vext | birth << 32. LIFE: a AU, a32 its death generation.
+ * VP_REC_INTENT: new checksum of a sector written in place without its data in the
  * journal (see vpool_intent.c) */
-enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_INTENT = 7 };   /* 6: snapshots */
+enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_LIFE, VP_REC_INTENT = 7 };
 struct vp_rec { uint32_t type, a32; uint64_t a, b; };
 
 /* one sector to be written by a commit */
@@ -126,6 +153,10 @@ struct vpool {
     _Atomic uint8_t *meta_dirty;  /* meta_pages flags */
     struct vp_vol *vols[VP_MAX_VOLS];
     pthread_rwlock_t vol_lock;    /* protects vols[] array and vol sizes/maps (realloc on resize) */
+    struct vp_snap *snaps[VP_MAX_SNAPS];   /* changed under vol_lock (write) + commit_lock */
+    uint32_t snap_cur;            /* generation new AUs are born in (alloc_lock) */
+    uint32_t fmt;                 /* on-disk format = label version (1: no snapshots) */
+    pthread_mutex_t snap_mu;      /* serialises snapshot/clone/rollback/volume destroy */
 
     pthread_mutex_t alloc_lock;
     uint64_t au_cursor, au_used;
@@ -190,6 +221,10 @@ struct vpool {
 };
 
 /* ---- geometry helpers ---- */
+/* metadata layout of the pool's format */
+static inline uint64_t vp_au_per_pg(const struct vpool *p) { return p->fmt >= 2 ? VP_AU_PER_PG : VP_MP_PAYLOAD / 8; }
+static inline uint64_t vp_snaptab_pages(const struct vpool *p) { return p->fmt >= 2 ? VP_SNAPTAB_PAGES : 0; }
+
 static inline uint64_t vp_row_of(const struct vpool *p, uint64_t sect, int *col)
 {
     uint64_t chunk = sect / VP_CHUNK_SECT;
@@ -235,7 +270,9 @@ static inline bool vp_writable(struct vpool *p, int m)
 static inline uint32_t vp_csum_get(struct vpool *p, uint64_t s) { return __atomic_load_n(&p->csum[s], __ATOMIC_ACQUIRE); }
 uint32_t vp_csum_of(const void *sector);
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v);   /* marks the metadata page dirty */
-void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext);
+void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext);   /* birth/death 0 */
+void vp_au_set_life(struct vpool *p, uint64_t au, uint32_t birth, uint32_t death);
+void vp_snaptab_dirty(struct vpool *p, unsigned slot);
 void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- member I/O (vpool_label.c) ---- */
@@ -257,6 +294,8 @@ const struct iovec *vp_iov_for_direct(const struct iovec *iov, int *cnt, size_t 
 /* ---- power-loss simulation for tests (vpool_sim.c) ---- */
 struct vp_sim *vp_sim_attach(struct vpool *p);
 void vp_sim_kill(struct vp_sim *s);      /* from now on member writes and syncs fail */
+void vp_sim_kill_after(struct vp_sim *s, long writes);   /* dies at the (writes+1)th member write */
+bool vp_sim_died(struct vp_sim *s);
 void vp_sim_kill_member(struct vp_sim *s, int m);   /* one member fails all I/O with EIO */
 int  vp_sim_before_read(struct vpool *p, int m);
 int  vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len);
@@ -270,7 +309,9 @@ int  vp_geometry(struct vpool *p, uint64_t member_size);
 int  vp_write_labels(struct vpool *p, uint32_t only_mask);
 int  vp_wipe_labels(struct vpool *p);
 #define VP_LABEL_MAGIC   0x314c5056445341ull   /* "ASDVPL1" */
-#define VP_LABEL_VERSION 1
+#define VP_LABEL_VERSION 2   /* 2: AU birth/death + snapshot table */
+#define VP_LABEL_VERSION_MIN 1   /* 1: 8-byte AU entries, no snapshot table (imported, no snapshots) */
+extern int vp_test_create_fmt;   /* tests: format of pools vpool_create makes (0: VP_LABEL_VERSION) */
 struct vp_label {                 /* at the start of a 4 KiB label sector, little endian */
     uint64_t magic;
     uint32_t version, hdr_size;
@@ -311,6 +352,11 @@ int  vp_commit_ex(struct vpool *p, bool durable);
 int  vp_writeback(struct vpool *p);           /* takes commit_lock, commits without syncing */
 int  vp_flush_to(struct vpool *p, uint64_t target_gen);
 int  vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen);
+/* One journal batch outside vp_commit (snapshot copy-on-write). vp_journal_room first
+ * checkpoints if the batch would not fit, so that the caller can change RAM state
+ * that must not reach a checkpoint before the batch. commit_lock held. */
+int  vp_journal_room(struct vpool *p, size_t nrec, size_t ndata);
+int  vp_journal_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec, const struct vp_wsect *ws, size_t nws);
 void vp_flusher_start(struct vpool *p);
 void vp_flusher_stop(struct vpool *p);
 void vp_flusher_kick(struct vpool *p);
@@ -328,6 +374,9 @@ static inline uint64_t vp_vol_mapped(const struct vp_vol *v) { return v->mapped;
 uint64_t vp_vol_avail(struct vpool *p, struct vp_vol *v);   /* bytes it could still allocate */
 void vp_free_au(struct vpool *p, uint64_t au);  /* commit_lock held; zeroes checksums, journals FREE */
 int  vp_rebuild_vol_maps(struct vpool *p);
+/* alloc_lock held: takes a free AU for v/vext born now, no reservation accounting;
+ * -ENOSPC when none is free. */
+int  vp_alloc_take(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t *au_out);
 uint64_t vp_au_count_used(struct vpool *p);
 
 /* ---- cache (vpool_cache.c) ---- */
@@ -367,5 +416,51 @@ void vp_pool_put(struct vpool *p);
 int  vp_debug_locate(struct vpool *p, const char *vol, uint64_t off, int *member, uint64_t *moff, uint64_t *psect);
 
 bool vp_name_ok(const char *n);
+
+/* ---- snapshots (vpool_snap.c) ---- */
+/* Writer-preferring: a stream of overlapping writes must not starve snapshot create. */
+static inline void vp_snap_lock_init(pthread_rwlock_t *l)
+{
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(l, &a);
+    pthread_rwlockattr_destroy(&a);
+}
+/* A write to AU au (mapped in v) must copy it first: it belongs to another volume
+ * (clone origin) or a snapshot of v holds it. Lock-free hint; rechecked under commit_lock. */
+static inline bool vp_snap_shared(struct vpool *p, struct vp_vol *v, uint64_t au)
+{
+    if (!v->last_snap && !v->origin_id) return false;
+    struct vp_au a = p->au[au];
+    return a.vol_id != v->id || a.birth <= v->last_snap;
+}
+/* Copy-on-write of the AU behind volume extent vext, taking the part of the write
+ * [off, off+len) (volume bytes) that falls into it (*used bytes; 0 on lz4 volumes,
+ * whose data is then written by the caller as usual). snap_lock held shared. */
+int  vp_snap_cow(struct vpool *p, struct vp_vol *v, uint64_t vext, const uint8_t *src, uint64_t off, size_t len,
+                 size_t *used);
+/* Before a write of [off, off+len) puts anything in the cache (and before any lock a
+ * commit waits for): copies every shared AU it touches, the write's data included (the
+ * caller then writes it as usual, the same bytes again). snap_lock held shared. */
+int  vp_snap_cow_range(struct vpool *p, struct vp_vol *v, const uint8_t *src, uint64_t off, size_t len);
+/* Unmap of whole sectors [vs, vs+cnt) inside extent vext of a shared AU: copies the
+ * AU without them (or drops v's reference when it is all of it). commit_lock held. */
+int  vp_snap_unmap_shared(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t vs, uint64_t cnt);
+/* Builds the map of volume vol_id at generation g (VP_GEN_LIVE: its live map),
+ * clone origins included, len entries. alloc_lock NOT held. NULL on ENOMEM. */
+uint32_t *vp_snap_build_map(struct vpool *p, uint32_t vol_id, uint32_t g, uint64_t len);
+/* Import: drop snapshots of missing volumes, free dead AUs no snapshot holds, set
+ * snap_cur and last_snap; then clone fallbacks into the live maps. */
+void vp_snap_import_fix(struct vpool *p);
+int  vp_snap_import_clones(struct vpool *p);
+/* Volume destroy: -EBUSY if a clone depends on one of its snapshots, else removes
+ * them and frees every AU it owns (live and held by snapshots). commit_lock held,
+ * vol_lock write held. */
+int  vp_snap_vol_busy(struct vpool *p, struct vp_vol *v);
+void vp_snap_vol_gone(struct vpool *p, struct vp_vol *v);
+int  vp_snap_create_uuid(struct vpool *p, const char *vol, const char *snap, const uint8_t *uuid, uint64_t ctime);
+nasd_bdev *vp_vol_open_view(struct vpool *p, struct vp_vol *view, uint32_t block_size);   /* vpool_vol.c */
+void vp_stream_fix(uint8_t *b, size_t len, const uint8_t *from_uuid);   /* fuzzing (vpool_send.c) */
 /* tests/tools: a copy of the commit profile counters */
 void vp_debug_prof(struct vpool *p, struct vp_prof *out);

@@ -163,6 +163,24 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
     return 0;
 }
 
+static size_t batch_len(size_t nrec, size_t ndata)
+{
+    size_t hdr_bytes = sizeof(struct jhdr) + nrec * sizeof(struct vp_rec);
+    return ((hdr_bytes + VP_SECTOR - 1) / VP_SECTOR + ndata) * VP_SECTOR;
+}
+
+int vp_journal_room(struct vpool *p, size_t nrec, size_t ndata)
+{
+    size_t len = batch_len(nrec + ndata, ndata);
+    if (len > p->jnl_size) return -E2BIG;
+    return p->jpos + len > p->jnl_size ? vp_checkpoint(p) : 0;
+}
+
+int vp_journal_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec, const struct vp_wsect *ws, size_t nws)
+{
+    return write_batch(p, recs, nrec, ws, nws);
+}
+
 /* Intent-only is safe where a sector's old content cannot be needed to rebuild a
  * neighbour during replay: all members online (no degraded read-modify-write) and not
  * an lz4 chunk (whose sectors only make sense together). */
@@ -393,6 +411,11 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
         case VP_REC_ALLOC:
             if (x->a >= p->n_au || !x->a32 || x->a32 > VP_MAX_VOLS) goto bad;
             vp_au_set(p, x->a, x->a32, (uint32_t)x->b);
+            vp_au_set_life(p, x->a, (uint32_t)(x->b >> 32), 0);
+            break;
+        case VP_REC_LIFE:
+            if (x->a >= p->n_au) goto bad;
+            vp_au_set_life(p, x->a, p->au[x->a].birth, x->a32);
             break;
         case VP_REC_FREE:
             if (x->a >= p->n_au) goto bad;

@@ -187,7 +187,7 @@ int vp_geometry(struct vpool *p, uint64_t member_size)
     p->jnl_size = j & ~(uint64_t)(VP_CHUNK - 1);
     uint64_t sect_max = member_size / VP_CHUNK * VP_CHUNK_SECT * p->ndata;
     uint64_t au_max = sect_max / VP_AU_SECT;
-    p->meta_pages = VP_VOLTAB_PAGES + (au_max + VP_AU_PER_PG - 1) / VP_AU_PER_PG
+    p->meta_pages = VP_VOLTAB_PAGES + vp_snaptab_pages(p) + (au_max + vp_au_per_pg(p) - 1) / vp_au_per_pg(p)
                     + (sect_max + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG;
     p->meta_off[0] = VP_JOURNAL_OFF + p->jnl_size;
     p->meta_off[1] = p->meta_off[0] + p->meta_pages * VP_SECTOR;
@@ -215,7 +215,8 @@ int vp_read_label(int fd, uint64_t off, struct vp_label *l)
     if (r != (ssize_t)sizeof buf) return -EIO;
     memcpy(l, buf, sizeof *l);
     if (l->magic != VP_LABEL_MAGIC) return -ENOENT;
-    if (l->version != VP_LABEL_VERSION || (l->hdr_size != sizeof *l && l->hdr_size != VP_LABEL_SIZE_V1))
+    if (l->version < VP_LABEL_VERSION_MIN || l->version > VP_LABEL_VERSION ||
+        (l->hdr_size != sizeof *l && l->hdr_size != VP_LABEL_SIZE_V1))
         return -EPROTO;
     if (l->hdr_size != sizeof *l) memset(l->errs, 0, sizeof l->errs);
     if (label_csum(l) != l->csum) return -EBADMSG;
@@ -231,7 +232,7 @@ static void label_fill(struct vpool *p, int m, struct vp_label *l)
 {
     memset(l, 0, sizeof *l);
     l->magic = VP_LABEL_MAGIC;
-    l->version = VP_LABEL_VERSION;
+    l->version = p->fmt;
     l->hdr_size = sizeof *l;
     memcpy(l->pool_uuid, p->uuid, 16);
     snprintf(l->name, sizeof l->name, "%s", p->name);

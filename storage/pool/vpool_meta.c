@@ -1,4 +1,4 @@
-/* Pool metadata: volume table, AU ownership table and per-sector checksum table,
+/* Pool metadata: volume table, snapshot table, AU ownership table and per-sector checksum table,
  * kept in RAM and checkpointed as checksummed 4 KiB pages, twice per member
  * (copy A, fdatasync, copy B, fdatasync). Between checkpoints the journal holds every
  * change, so a page torn by a crash is always recoverable from the other copy plus
@@ -19,13 +19,24 @@ struct vol_disk {
     uint64_t size;
     uint8_t uuid[16];
     char name[64];
-    uint8_t pad[32];
+    uint32_t origin_id, origin_gen;   /* clone: source snapshot (volume id, generation) */
+    uint8_t pad[24];
 };
+struct snap_disk {
+    uint32_t vol_id, gen;
+    uint64_t ctime, size;
+    uint8_t uuid[16];
+    char name[64];
+    uint8_t pad[24];
+};
+_Static_assert(sizeof(struct snap_disk) == 128, "snapshot entry");
+_Static_assert(VP_MAX_SNAPS == VP_SNAPTAB_PAGES * VP_SNAP_PER_PG, "snapshot table size");
 _Static_assert(sizeof(struct mp_hdr) == 32, "meta page header");
 _Static_assert(sizeof(struct vol_disk) == 128, "volume entry");
 
-static uint64_t au_pg0(const struct vpool *p) { (void)p; return VP_VOLTAB_PAGES; }
-static uint64_t csum_pg0(const struct vpool *p) { return VP_VOLTAB_PAGES + (p->n_au + VP_AU_PER_PG - 1) / VP_AU_PER_PG; }
+#define SNAP_PG0 VP_VOLTAB_PAGES
+static uint64_t au_pg0(const struct vpool *p) { return VP_VOLTAB_PAGES + vp_snaptab_pages(p); }
+static uint64_t csum_pg0(const struct vpool *p) { return au_pg0(p) + (p->n_au + vp_au_per_pg(p) - 1) / vp_au_per_pg(p); }
 static uint64_t pages_used(const struct vpool *p) { return csum_pg0(p) + (p->n_sect + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG; }
 
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
@@ -36,10 +47,18 @@ void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
 
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext)
 {
-    p->au[au].vol_id = vol_id;
-    p->au[au].vol_ext = vol_ext;
-    atomic_store(&p->meta_dirty[au_pg0(p) + au / VP_AU_PER_PG], 1);
+    p->au[au] = (struct vp_au){ .vol_id = vol_id, .vol_ext = vol_ext };
+    atomic_store(&p->meta_dirty[au_pg0(p) + au / vp_au_per_pg(p)], 1);
 }
+
+void vp_au_set_life(struct vpool *p, uint64_t au, uint32_t birth, uint32_t death)
+{
+    p->au[au].birth = birth;
+    p->au[au].death = death;
+    atomic_store(&p->meta_dirty[au_pg0(p) + au / vp_au_per_pg(p)], 1);
+}
+
+void vp_snaptab_dirty(struct vpool *p, unsigned slot) { if (p->fmt >= 2) atomic_store(&p->meta_dirty[SNAP_PG0 + slot / VP_SNAP_PER_PG], 1); }
 
 int vp_meta_alloc(struct vpool *p)
 {
@@ -50,6 +69,7 @@ int vp_meta_alloc(struct vpool *p)
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p->jbits == MAP_FAILED) { p->jbits = NULL; return -ENOMEM; }
     p->au = calloc(p->n_au, sizeof *p->au);
+    p->snap_cur = 1;
     p->meta_dirty = calloc(p->meta_pages, 1);
     p->changed_au = calloc(p->n_au, 1);
     if (!p->au || !p->meta_dirty || !p->changed_au) return -ENOMEM;
@@ -81,13 +101,26 @@ static void page_build(struct vpool *p, uint64_t idx, uint8_t *pg)
             d->id = v->id; d->flags = v->flags; d->size = v->size;
             memcpy(d->uuid, v->uuid, 16);
             memcpy(d->name, v->name, sizeof d->name);
+            d->origin_id = v->origin_id; d->origin_gen = v->origin_gen;
+        }
+        pthread_rwlock_unlock(&p->vol_lock);
+    } else if (idx < au_pg0(p)) {
+        pthread_rwlock_rdlock(&p->vol_lock);
+        for (unsigned i = 0; i < VP_SNAP_PER_PG; i++) {
+            struct vp_snap *sn = p->snaps[(idx - SNAP_PG0) * VP_SNAP_PER_PG + i];
+            if (!sn) continue;
+            struct snap_disk *d = (struct snap_disk *)(pl + i * sizeof *d);
+            d->vol_id = sn->vol_id; d->gen = sn->gen; d->ctime = sn->ctime; d->size = sn->size;
+            memcpy(d->uuid, sn->uuid, 16);
+            memcpy(d->name, sn->name, sizeof d->name);
         }
         pthread_rwlock_unlock(&p->vol_lock);
     } else if (idx < csum_pg0(p)) {
-        uint64_t first = (idx - au_pg0(p)) * VP_AU_PER_PG;
-        uint64_t cnt = p->n_au - first < VP_AU_PER_PG ? p->n_au - first : VP_AU_PER_PG;
+        uint64_t per = vp_au_per_pg(p), first = (idx - au_pg0(p)) * per;
+        uint64_t cnt = p->n_au - first < per ? p->n_au - first : per;
         pthread_mutex_lock(&p->alloc_lock);   /* no half-updated owner entries */
-        memcpy(pl, &p->au[first], cnt * sizeof *p->au);
+        if (p->fmt >= 2) memcpy(pl, &p->au[first], cnt * sizeof *p->au);
+        else for (uint64_t i = 0; i < cnt; i++) memcpy(pl + i * 8, &p->au[first + i], 8);   /* vol_id, vol_ext */
         pthread_mutex_unlock(&p->alloc_lock);
     } else {
         uint64_t first = (idx - csum_pg0(p)) * VP_CSUM_PER_PG;
@@ -175,12 +208,33 @@ static int page_decode(struct vpool *p, uint64_t idx, const uint8_t *pg, char *e
             v->id = d->id; v->flags = d->flags; v->size = d->size;
             memcpy(v->uuid, d->uuid, 16);
             memcpy(v->name, d->name, sizeof v->name);
+            v->origin_id = d->origin_id <= VP_MAX_VOLS ? d->origin_id : 0;
+            v->origin_gen = d->origin_gen;
+            pthread_mutex_init(&v->bdev_lock, NULL);
+            vp_snap_lock_init(&v->snap_lock);
             p->vols[slot] = v;
         }
+    } else if (idx < au_pg0(p)) {
+        for (unsigned i = 0; i < VP_SNAP_PER_PG; i++) {
+            const struct snap_disk *d = (const struct snap_disk *)(pl + i * sizeof *d);
+            unsigned slot = (idx - SNAP_PG0) * VP_SNAP_PER_PG + i;
+            if (!d->vol_id) continue;
+            if (d->vol_id > VP_MAX_VOLS || !d->gen || !d->name[0] || !memchr(d->name, 0, sizeof d->name)) {
+                vp_set_err(err, errlen, "snapshot table entry %u is malformed", slot);
+                return -EBADMSG;
+            }
+            struct vp_snap *sn = calloc(1, sizeof *sn);
+            if (!sn) return -ENOMEM;
+            sn->vol_id = d->vol_id; sn->gen = d->gen; sn->ctime = d->ctime; sn->size = d->size;
+            memcpy(sn->uuid, d->uuid, 16);
+            memcpy(sn->name, d->name, sizeof sn->name);
+            p->snaps[slot] = sn;
+        }
     } else if (idx < csum_pg0(p)) {
-        uint64_t first = (idx - au_pg0(p)) * VP_AU_PER_PG;
-        uint64_t cnt = p->n_au - first < VP_AU_PER_PG ? p->n_au - first : VP_AU_PER_PG;
-        memcpy(&p->au[first], pl, cnt * sizeof *p->au);
+        uint64_t per = vp_au_per_pg(p), first = (idx - au_pg0(p)) * per;
+        uint64_t cnt = p->n_au - first < per ? p->n_au - first : per;
+        if (p->fmt >= 2) memcpy(&p->au[first], pl, cnt * sizeof *p->au);
+        else for (uint64_t i = 0; i < cnt; i++) memcpy(&p->au[first + i], pl + i * 8, 8);   /* born 0, alive */
     } else {
         uint64_t first = (idx - csum_pg0(p)) * VP_CSUM_PER_PG;
         uint64_t cnt = p->n_sect - first < VP_CSUM_PER_PG ? p->n_sect - first : VP_CSUM_PER_PG;

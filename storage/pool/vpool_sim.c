@@ -13,18 +13,27 @@
 
 struct sim_blk { uint64_t off; uint8_t *old; };
 struct sim_member { pthread_mutex_t mu; struct sim_blk *b; size_t n, cap; };
-struct vp_sim { _Atomic int dead; _Atomic uint32_t dead_members; struct sim_member m[VP_MAXM]; };
+struct vp_sim {
+    _Atomic int dead;
+    _Atomic uint32_t dead_members;
+    _Atomic long budget;          /* member writes left before the machine dies; < 0: no limit */
+    struct sim_member m[VP_MAXM];
+};
 
 struct vp_sim *vp_sim_attach(struct vpool *p)
 {
     struct vp_sim *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     for (int i = 0; i < VP_MAXM; i++) pthread_mutex_init(&s->m[i].mu, NULL);
+    atomic_init(&s->budget, -1);
     p->sim = s;
     return s;
 }
 
 void vp_sim_kill(struct vp_sim *s) { atomic_store(&s->dead, 1); }
+
+void vp_sim_kill_after(struct vp_sim *s, long writes) { atomic_store(&s->budget, writes); }
+bool vp_sim_died(struct vp_sim *s) { return atomic_load(&s->dead); }
 
 /* One disk dies: every read, write and sync of member m fails with EIO. */
 void vp_sim_kill_member(struct vp_sim *s, int m) { atomic_fetch_or(&s->dead_members, 1u << m); }
@@ -46,6 +55,10 @@ int vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len)
     struct vp_sim *s = p->sim;
     if (!s) return 0;
     if (atomic_load(&s->dead) || (atomic_load(&s->dead_members) & (1u << m))) return -EIO;
+    if (atomic_load(&s->budget) >= 0 && atomic_fetch_sub(&s->budget, 1) <= 0) {
+        atomic_store(&s->dead, 1);
+        return -EIO;
+    }
     struct sim_member *sm = &s->m[m];
     pthread_mutex_lock(&sm->mu);
     for (uint64_t o = off & ~(uint64_t)(VP_SECTOR - 1); o < off + len; o += VP_SECTOR) {

@@ -33,7 +33,9 @@ void vp_vol_free(struct vp_vol *v)
 {
     for (struct vp_oldmap *o = v->old_maps, *nx; o; o = nx) { nx = o->next; free(o->map); free(o); }
     free(v->map);
+    free(v->origin_map);
     pthread_mutex_destroy(&v->bdev_lock);
+    pthread_rwlock_destroy(&v->snap_lock);
     free(v);
 }
 
@@ -145,6 +147,8 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
     if (vp_pool_state(p) == VPOOL_FAULTED) return -EIO;
     const uint8_t *src = buf;
     int rc = 0;
+    pthread_rwlock_rdlock(&vb->v->snap_lock);
+    rc = vp_snap_cow_range(p, vb->v, src, off, len);   /* units a snapshot or the clone origin holds */
     pthread_rwlock_rdlock(&p->put_lock);
     while (len && !rc) {
         uint64_t vsect = off / VP_SECTOR, ps;
@@ -166,6 +170,7 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
         src += n; off += n; len -= n;
     }
     pthread_rwlock_unlock(&p->put_lock);
+    pthread_rwlock_unlock(&vb->v->snap_lock);
     uint64_t gen = atomic_fetch_add(&p->write_gen, 1) + 1;
     if (rc) return rc;
     uint64_t dirty = vc_dirty_count(p->cache);
@@ -206,13 +211,17 @@ static int vb_unmap(nasd_bdev *b, uint64_t off, uint64_t len)
     if (off + len > b->size || off + len < off) return -ERANGE;
     uint64_t gran = v->flags & VPOOL_VOL_LZ4 ? VP_CHUNK : VP_SECTOR;
     uint64_t a = (off + gran - 1) / gran * gran, e = (off + len) / gran * gran;
+    int rc = 0;
     if (a < e) {
+        pthread_rwlock_rdlock(&v->snap_lock);
         pthread_mutex_lock(&p->commit_lock);   /* no commit may apply older data afterwards */
-        for (uint64_t pos = a; pos < e;) {
+        for (uint64_t pos = a; pos < e && !rc;) {
             uint64_t vsect = pos / VP_SECTOR, vext = vsect / VP_AU_SECT;
             uint64_t au_end = (vext + 1) * VP_AU_BYTES, stop = e < au_end ? e : au_end;
             uint32_t au = vp_map_get(v, vext);
-            if (au) {
+            if (au && (vp_snap_shared(p, v, au - 1) || (v->origin_map && vext < v->origin_len && v->origin_map[vext])))
+                rc = vp_snap_unmap_shared(p, v, vext, vsect, (stop - pos) / VP_SECTOR);
+            else if (au) {
                 if (pos == vext * VP_AU_BYTES && stop == au_end) vp_free_au(p, au - 1);
                 else zero_csums(p, (uint64_t)(au - 1) * VP_AU_SECT + vsect % VP_AU_SECT, (stop - pos) / VP_SECTOR);
             }
@@ -220,9 +229,9 @@ static int vb_unmap(nasd_bdev *b, uint64_t off, uint64_t len)
         }
         atomic_fetch_add(&p->write_gen, 1);   /* so that the next flush commits the records */
         pthread_mutex_unlock(&p->commit_lock);
+        pthread_rwlock_unlock(&v->snap_lock);
     } else a = e = off;
     static const uint8_t zeros[VP_CHUNK];
-    int rc = 0;
     for (uint64_t pos = off; pos < a && !rc;) {
         uint64_t n = a - pos < VP_CHUNK ? a - pos : VP_CHUNK;
         if (pos + n > off + len) n = off + len - pos;
@@ -270,6 +279,10 @@ static void vb_destroy(nasd_bdev *b)
         if (*pp == vb) { *pp = vb->next; break; }
     pthread_mutex_unlock(&vb->v->bdev_lock);
     atomic_fetch_sub(&vb->v->open_count, 1);
+    if (vb->v->view_of) {   /* snapshot view: private to this bdev */
+        atomic_fetch_sub(&vb->v->view_of->open_count, 1);
+        vp_vol_free(vb->v);
+    }
     vp_pool_put(vb->p);
     free(vb);
 }
@@ -284,6 +297,45 @@ static const struct nasd_bdev_ops vol_ops = {
     .read = vb_read, .write = vb_write, .flush = vb_flush, .unmap = vb_unmap,
     .mapped = vb_mapped, .destroy = vb_destroy, .avail = vb_avail,
 };
+
+static int ro_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int flags)
+{
+    (void)b; (void)buf; (void)off; (void)len; (void)flags;
+    return -EROFS;
+}
+static int ro_unmap(nasd_bdev *b, uint64_t off, uint64_t len) { (void)b; (void)off; (void)len; return -EROFS; }
+static int ro_flush(nasd_bdev *b) { (void)b; return 0; }
+static uint64_t ro_avail(nasd_bdev *b) { (void)b; return 0; }
+
+static const struct nasd_bdev_ops view_ops = {
+    .read = vb_read, .write = ro_write, .flush = ro_flush, .unmap = ro_unmap,
+    .mapped = vb_mapped, .destroy = vb_destroy, .avail = ro_avail,
+};
+
+static struct vp_vbdev *vbdev_new(struct vpool *p, struct vp_vol *v, uint32_t block_size, const struct nasd_bdev_ops *ops)
+{
+    struct vp_vbdev *vb = calloc(1, sizeof *vb);
+    if (!vb) return NULL;
+    vb->p = p; vb->v = v;
+    vb->b.ops = ops;
+    vb->b.priv = vb;
+    vb->b.size = v->size / block_size * block_size;
+    vb->b.block_size = block_size;
+    memcpy(vb->b.uuid, v->uuid, 16);
+    snprintf(vb->b.name, sizeof vb->b.name, "%s/%s", p->name, v->name);
+    atomic_init(&vb->b.refs, 1);
+    atomic_fetch_add(&v->open_count, 1);
+    atomic_fetch_add(&p->refs, 1);
+    return vb;
+}
+
+/* Read-only bdev over a snapshot view (vpool_snap.c); the bdev owns the view. */
+nasd_bdev *vp_vol_open_view(struct vpool *p, struct vp_vol *view, uint32_t block_size)
+{
+    struct vp_vbdev *vb = vbdev_new(p, view, block_size, &view_ops);
+    if (vb) vb->b.read_only = 1;
+    return vb ? &vb->b : NULL;
+}
 
 /* ---------------- management ---------------- */
 
@@ -317,6 +369,7 @@ int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags
     v->map_len = (size + VP_AU_BYTES - 1) / VP_AU_BYTES;
     v->map = calloc(v->map_len, sizeof *v->map);
     pthread_mutex_init(&v->bdev_lock, NULL);
+    vp_snap_lock_init(&v->snap_lock);
     if (!v->map || getrandom(v->uuid, 16, 0) != 16) { vp_vol_free(v); return -ENOMEM; }
     pthread_mutex_lock(&p->commit_lock);
     pthread_rwlock_wrlock(&p->vol_lock);
@@ -345,23 +398,13 @@ nasd_bdev *vpool_vol_open(struct vpool *p, const char *name, uint32_t block_size
     int e = 0;
     if (block_size != 512 && block_size != 4096) e = -EINVAL;
     else if (atomic_load(&p->closed)) e = -ENXIO;
-    struct vp_vbdev *vb = e ? NULL : calloc(1, sizeof *vb);
-    if (!e && !vb) e = -ENOMEM;
+    struct vp_vbdev *vb = NULL;
     if (!e) {
         pthread_rwlock_rdlock(&p->vol_lock);
         struct vp_vol *v = vol_find(p, name);
         if (!v) e = -ENOENT;
+        else if (!(vb = vbdev_new(p, v, block_size, &vol_ops))) e = -ENOMEM;
         else {
-            vb->p = p; vb->v = v;
-            vb->b.ops = &vol_ops;
-            vb->b.priv = vb;
-            vb->b.size = v->size / block_size * block_size;
-            vb->b.block_size = block_size;
-            memcpy(vb->b.uuid, v->uuid, 16);
-            snprintf(vb->b.name, sizeof vb->b.name, "%s/%s", p->name, v->name);
-            atomic_init(&vb->b.refs, 1);
-            atomic_fetch_add(&v->open_count, 1);
-            atomic_fetch_add(&p->refs, 1);
             pthread_mutex_lock(&v->bdev_lock);
             vb->next = v->bdevs; v->bdevs = vb;
             pthread_mutex_unlock(&v->bdev_lock);
@@ -374,13 +417,16 @@ nasd_bdev *vpool_vol_open(struct vpool *p, const char *name, uint32_t block_size
 
 int vpool_vol_destroy(struct vpool *p, const char *name)
 {
+    pthread_mutex_lock(&p->snap_mu);
     pthread_mutex_lock(&p->commit_lock);
     int rc = vp_commit(p);
     pthread_rwlock_wrlock(&p->vol_lock);
     struct vp_vol *v = vol_find(p, name);
     if (!v) rc = -ENOENT;
     else if (atomic_load(&v->open_count)) rc = -EBUSY;
+    else if (!rc) rc = vp_snap_vol_busy(p, v);   /* a clone still reads its snapshots */
     if (!rc) {
+        vp_snap_vol_gone(p, v);
         p->vols[v->id - 1] = NULL;
         mark_voltab(p, v->id);
         if (!(v->flags & VPOOL_VOL_THIN)) {   /* its unwritten units are no longer promised */
@@ -392,13 +438,15 @@ int vpool_vol_destroy(struct vpool *p, const char *name)
     }
     pthread_rwlock_unlock(&p->vol_lock);
     if (!rc) {
-        for (uint64_t i = 0; i < v->map_len; i++) if (v->map[i]) vp_free_au(p, v->map[i] - 1);
+        for (uint64_t au = 0; au < p->n_au; au++)   /* live and snapshot units it owns */
+            if (p->au[au].vol_id == v->id) vp_free_au(p, au);
         rc = vp_commit(p);
         if (!rc) rc = vp_checkpoint(p);
         log_info("vpool %s: volume %s destroyed", p->name, name);
         vp_vol_free(v);
     }
     pthread_mutex_unlock(&p->commit_lock);
+    pthread_mutex_unlock(&p->snap_mu);
     return rc;
 }
 

@@ -12,6 +12,7 @@ const pages = {
   iscsi: () => import('./pages/iscsi.js'),
   nfs: () => import('./pages/nfs.js'),
   selftest: () => import('./pages/selftest.js'),
+  snapshots: () => import('./pages/snapshots.js'),
 };
 
 let dispose = null;

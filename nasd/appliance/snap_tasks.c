@@ -1,0 +1,238 @@
+/* Periodic snapshot tasks (take "<prefix>-YYYYmmdd-HHMMSS", keep the newest N of them)
+ * and replication tasks (snapshot, send the changes since the last replicated one to
+ * another nasd over HTTP, keep the newest N replicated snapshots there), run by one
+ * background thread with its own database connection. */
+#define _GNU_SOURCE
+#include "nasd/appliance/snap_tasks.h"
+#include "util/http_client.h"
+#include "util/log.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct snap_tasks {
+    struct appliance *a;
+    nasd_db db;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, kick;
+};
+
+static const char *js(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static void stamp(char *out, size_t len, const char *prefix)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char ts[32];
+    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", &tm);
+    snprintf(out, len, "%s-%s", prefix, ts);
+}
+
+/* Takes prefix-<time> on the object (a numbered suffix if that name exists). */
+static int take(struct storage *st, int is_ds, const char *pool, const char *name, const char *prefix, char *snap,
+                size_t len, char *err, size_t errlen)
+{
+    char base[80];
+    stamp(base, sizeof base, prefix);
+    int rc = -EEXIST;
+    for (int i = 0; rc == -EEXIST && i < 100; i++) {
+        if (i) snprintf(snap, len, "%s-%d", base, i); else snprintf(snap, len, "%s", base);
+        rc = storage_snap_create(st, pool, name, is_ds, snap, err, errlen);
+    }
+    return rc;
+}
+
+/* Deletes the oldest snapshots named "<prefix>-..." beyond keep; skips busy ones. */
+static void prune(struct storage *st, int is_ds, const char *pool, const char *name, const char *prefix, int64_t keep)
+{
+    int e = 0;
+    json_t *list = storage_snap_list(st, pool, name, is_ds, &e);
+    size_t n = 0, i, pl = strlen(prefix);
+    json_t *v;
+    json_array_foreach(list, i, v) if (!strncmp(js(v, "name"), prefix, pl) && js(v, "name")[pl] == '-') n++;
+    json_array_foreach(list, i, v) {   /* oldest first */
+        const char *s = js(v, "name");
+        if ((int64_t)n <= keep) break;
+        if (strncmp(s, prefix, pl) || s[pl] != '-') continue;
+        char err[256];
+        if (storage_snap_destroy(st, pool, name, is_ds, s, err, sizeof err) == 0) n--;
+        else log_info("snapshot task: keeping %s: %s", s, err);
+    }
+    json_decref(list);
+}
+
+static void run_snapshot_task(struct snap_tasks *t, json_t *task)
+{
+    int64_t id = json_integer_value(json_object_get(task, "id"));
+    int is_ds = !strcmp(js(task, "kind"), "dataset");
+    char snap[128], err[512] = "";
+    int rc = take(t->a->storage, is_ds, js(task, "pool"), js(task, "name"), js(task, "prefix"), snap, sizeof snap,
+                  err, sizeof err);
+    if (!rc) prune(t->a->storage, is_ds, js(task, "pool"), js(task, "name"), js(task, "prefix"),
+                   json_integer_value(json_object_get(task, "keep")));
+    if (rc) log_warn("snapshot task %lld: %s", (long long)id, err);
+    else log_info("snapshot task %lld: took %s/%s@%s", (long long)id, js(task, "pool"), js(task, "name"), snap);
+    db_exec(&t->db, NULL, "UPDATE snapshot_tasks SET last_run=?, last_error=? WHERE id=?", "isi", (int64_t)time(NULL),
+            rc ? err : NULL, id);
+}
+
+static int tmp_fd(struct appliance *a)
+{
+    int fd = open(a->cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    return fd >= 0 ? fd : open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+}
+
+/* Keeps the newest keep snapshots "repl<id>-..." on the target. */
+static void prune_target(json_t *task, const char *base_url, const char *prefix, int64_t keep)
+{
+    char *resp = malloc(65536);
+    if (!resp) return;
+    int st = nasd_http_request("GET", base_url, js(task, "target_token"), NULL, -1, 0, resp, 65536, 30);
+    json_t *list = st == 200 ? json_loads(resp, 0, NULL) : NULL;
+    size_t n = 0, i, pl = strlen(prefix);
+    json_t *v;
+    json_array_foreach(list, i, v) if (!strncmp(js(v, "name"), prefix, pl)) n++;
+    json_array_foreach(list, i, v) {
+        if ((int64_t)n <= keep) break;
+        if (strncmp(js(v, "name"), prefix, pl)) continue;
+        char url[1024];
+        snprintf(url, sizeof url, "%s/%s", base_url, js(v, "name"));
+        if (nasd_http_request("DELETE", url, js(task, "target_token"), NULL, -1, 0, NULL, 0, 30) == 204) n--;
+    }
+    json_decref(list);
+    free(resp);
+}
+
+static void run_replication_task(struct snap_tasks *t, json_t *task)
+{
+    struct storage *st = t->a->storage;
+    int64_t id = json_integer_value(json_object_get(task, "id"));
+    int is_ds = !strcmp(js(task, "kind"), "dataset");
+    const char *pool = js(task, "pool"), *name = js(task, "name"), *last = js(task, "last_snapshot");
+    char prefix[32], snap[128] = "", err[512] = "", url[1024], base_url[1024];
+    snprintf(prefix, sizeof prefix, "repl%lld", (long long)id);
+    char tu[512];
+    snprintf(tu, sizeof tu, "%s", js(task, "target_url"));
+    for (size_t l = strlen(tu); l && tu[l - 1] == '/'; l--) tu[l - 1] = 0;
+    snprintf(base_url, sizeof base_url, "%s/api/v1/%s/%s/%s/snapshots", tu, is_ds ? "datasets" : "volumes",
+             js(task, "target_pool"), js(task, "target_name"));
+    snprintf(url, sizeof url, "%s/api/v1/%s/%s/%s/receive", tu, is_ds ? "datasets" : "volumes",
+             js(task, "target_pool"), js(task, "target_name"));
+    int e = 0;
+    json_t *have = *last ? storage_snap_get(st, pool, name, is_ds, last, &e) : NULL;
+    const char *from = have ? last : NULL;
+    int rc = take(st, is_ds, pool, name, prefix, snap, sizeof snap, err, sizeof err);
+    bool made = !rc;
+    int fd = rc ? -1 : tmp_fd(t->a);
+    if (!rc && fd < 0) { rc = -errno; snprintf(err, sizeof err, "no temporary file: %s", strerror(errno)); }
+    if (!rc) rc = storage_snap_send(st, pool, name, is_ds, snap, from, fd, err, sizeof err);
+    struct stat sb;
+    if (!rc && fstat(fd, &sb) < 0) rc = -errno;
+    if (!rc) {
+        char resp[1024];
+        int status = nasd_http_request("POST", url, js(task, "target_token"), "application/octet-stream", fd,
+                                       (uint64_t)sb.st_size, resp, sizeof resp, 300);
+        if (status != 201) {
+            rc = status < 0 ? status : -EIO;
+            snprintf(err, sizeof err, "target %s: %s%s", url, status < 0 ? strerror(-status) : "", status < 0 ? "" : resp);
+        }
+    }
+    if (fd >= 0) close(fd);
+    if (!rc) {   /* snap is the base from now on: older replicated snapshots here can go */
+        prune(st, is_ds, pool, name, prefix, 1);
+        prune_target(task, base_url, prefix, json_integer_value(json_object_get(task, "keep")));
+        log_info("replication task %lld: %s/%s@%s sent to %s (%s)", (long long)id, pool, name, snap, url,
+                 from ? "incremental" : "full");
+    } else {
+        char e2[256];
+        if (made) storage_snap_destroy(st, pool, name, is_ds, snap, e2, sizeof e2);   /* next try from the same base */
+        log_warn("replication task %lld: %s", (long long)id, err);
+    }
+    json_decref(have);
+    db_exec(&t->db, NULL, "UPDATE replication_tasks SET last_run=?, last_error=?, last_snapshot=? WHERE id=?", "issi",
+            (int64_t)time(NULL), rc ? err : NULL, rc ? (*last ? last : NULL) : snap, id);
+}
+
+static void *runner(void *arg)
+{
+    struct snap_tasks *t = arg;
+    pthread_mutex_lock(&t->mu);
+    while (!t->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        if (!t->kick) pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+        t->kick = false;
+        if (t->stop) break;
+        pthread_mutex_unlock(&t->mu);
+        int64_t now = (int64_t)time(NULL);
+        json_t *due = db_rows(&t->db, "SELECT * FROM snapshot_tasks WHERE enabled=1 AND (last_run=0 OR last_run+interval_s<=?)",
+                              "i", now);
+        size_t i;
+        json_t *v;
+        json_array_foreach(due, i, v) run_snapshot_task(t, v);
+        json_decref(due);
+        due = db_rows(&t->db, "SELECT * FROM replication_tasks WHERE enabled=1 AND (last_run=0 OR last_run+interval_s<=?)",
+                      "i", now);
+        json_array_foreach(due, i, v) run_replication_task(t, v);
+        json_decref(due);
+        pthread_mutex_lock(&t->mu);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+struct snap_tasks *snap_tasks_start(struct appliance *a)
+{
+    struct snap_tasks *t = calloc(1, sizeof *t);
+    char err[256];
+    if (!t) return NULL;
+    t->a = a;
+    if (db_open(&t->db, a->cfg.db_path, err, sizeof err)) {
+        log_err("snapshot tasks: %s", err);
+        free(t);
+        return NULL;
+    }
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    if (pthread_create(&t->th, NULL, runner, t)) {
+        db_close(&t->db);
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void snap_tasks_kick(struct snap_tasks *t)
+{
+    if (!t) return;
+    pthread_mutex_lock(&t->mu);
+    t->kick = true;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+void snap_tasks_stop(struct snap_tasks *t)
+{
+    if (!t) return;
+    pthread_mutex_lock(&t->mu);
+    t->stop = true;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->th, NULL);
+    db_close(&t->db);
+    free(t);
+}

@@ -1,0 +1,731 @@
+/* Snapshots, clones and rollback of pool volumes (see vpool_snap.h for the model):
+ * AU birth/death generations, copy-on-write of shared AUs, snapshot table changes
+ * (each one checkpointed before it is acknowledged), garbage collection of dead AUs
+ * no snapshot holds, and the clone fallback to the origin snapshot's map. */
+#include "storage/pool/vpool_impl.h"
+#include "storage/pool/vpool_snap.h"
+#include "util/log.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+/* ---------------- lookups (vol_lock held) ---------------- */
+
+static struct vp_vol *vol_find(struct vpool *p, const char *name)
+{
+    for (int i = 0; i < VP_MAX_VOLS; i++) if (p->vols[i] && !strcmp(p->vols[i]->name, name)) return p->vols[i];
+    return NULL;
+}
+
+static int snap_slot(struct vpool *p, uint32_t vol_id, const char *name)
+{
+    for (int i = 0; i < VP_MAX_SNAPS; i++)
+        if (p->snaps[i] && p->snaps[i]->vol_id == vol_id && !strcmp(p->snaps[i]->name, name)) return i;
+    return -1;
+}
+
+static struct vp_snap *snap_by_gen(struct vpool *p, uint32_t vol_id, uint32_t gen)
+{
+    for (int i = 0; i < VP_MAX_SNAPS; i++)
+        if (p->snaps[i] && p->snaps[i]->vol_id == vol_id && p->snaps[i]->gen == gen) return p->snaps[i];
+    return NULL;
+}
+
+static uint32_t newest_gen(struct vpool *p, uint32_t vol_id)
+{
+    uint32_t g = 0;
+    for (int i = 0; i < VP_MAX_SNAPS; i++)
+        if (p->snaps[i] && p->snaps[i]->vol_id == vol_id && p->snaps[i]->gen > g) g = p->snaps[i]->gen;
+    return g;
+}
+
+static int clones_of(struct vpool *p, uint32_t vol_id, uint32_t gen)
+{
+    int n = 0;
+    for (int i = 0; i < VP_MAX_VOLS; i++)
+        if (p->vols[i] && p->vols[i]->origin_id == vol_id && (!gen || p->vols[i]->origin_gen == gen)) n++;
+    return n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorted generations of vol_id's snapshots (vol_lock held); *n entries, NULL if none. */
+static uint32_t *snap_gens(struct vpool *p, uint32_t vol_id, int *n)
+{
+    int cnt = 0;
+    for (int i = 0; i < VP_MAX_SNAPS; i++) if (p->snaps[i] && p->snaps[i]->vol_id == vol_id) cnt++;
+    *n = 0;
+    if (!cnt) return NULL;
+    uint32_t *g = malloc(cnt * sizeof *g);
+    if (!g) return NULL;
+    for (int i = 0; i < VP_MAX_SNAPS; i++) if (p->snaps[i] && p->snaps[i]->vol_id == vol_id) g[(*n)++] = p->snaps[i]->gen;
+    qsort(g, *n, sizeof *g, cmp_u32);
+    return g;
+}
+
+/* Index of the first generation >= x in sorted g[n]. */
+static int lower_bound(const uint32_t *g, int n, uint32_t x)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) { int mid = (lo + hi) / 2; if (g[mid] < x) lo = mid + 1; else hi = mid; }
+    return lo;
+}
+
+static bool held_by_any(const uint32_t *g, int n, const struct vp_au *a)
+{
+    int i = lower_bound(g, n, a->birth);
+    return i < n && (a->death == 0 || g[i] < a->death);
+}
+
+/* ---------------- maps ---------------- */
+
+uint32_t *vp_snap_build_map(struct vpool *p, uint32_t vol_id, uint32_t g, uint64_t len)
+{
+    uint32_t *m = calloc(len ? len : 1, sizeof *m);
+    if (!m) return NULL;
+    pthread_mutex_lock(&p->alloc_lock);
+    for (uint64_t i = 0; i < p->n_au; i++) {
+        const struct vp_au *a = &p->au[i];
+        if (a->vol_id == vol_id && a->vol_ext < len && vp_au_held(a, g)) m[a->vol_ext] = (uint32_t)i + 1;
+    }
+    pthread_mutex_unlock(&p->alloc_lock);
+    struct vp_vol *v = vp_vol_by_id(p, vol_id);
+    static _Thread_local int depth;
+    if (v && v->origin_id && depth < 64) {   /* a clone reads its origin where it wrote nothing */
+        depth++;
+        uint32_t *om = vp_snap_build_map(p, v->origin_id, v->origin_gen, len);
+        depth--;
+        if (!om) { free(m); return NULL; }
+        for (uint64_t e = 0; e < len; e++) if (!m[e]) m[e] = om[e];
+        free(om);
+    }
+    return m;
+}
+
+/* Replaces v's live map by m (len entries = v->map_len). alloc_lock held. */
+static void set_live_map(struct vpool *p, struct vp_vol *v, uint32_t *m)
+{
+    struct vp_oldmap *om = calloc(1, sizeof *om);
+    uint64_t mapped = 0;
+    for (uint64_t e = 0; e < v->map_len; e++) mapped += m[e] != 0;
+    if (om) { om->map = v->map; om->next = v->old_maps; v->old_maps = om; }
+    else { memcpy(v->map, m, v->map_len * sizeof *m); free(m); m = v->map; }   /* readers may see a mix briefly */
+    __atomic_store_n(&v->map, m, __ATOMIC_RELEASE);
+    if (!(v->flags & VPOOL_VOL_THIN)) {
+        int64_t d = (int64_t)v->mapped - (int64_t)mapped;
+        p->thick_unalloc = (int64_t)p->thick_unalloc + d > 0 ? (uint64_t)((int64_t)p->thick_unalloc + d) : 0;
+    }
+    v->mapped = mapped;
+}
+
+/* ---------------- copy-on-write ---------------- */
+
+static int take_pending(struct vpool *p, struct vp_rec **recs, size_t *n, size_t extra)
+{
+    pthread_mutex_lock(&p->pend_lock);
+    struct vp_rec *r = malloc((p->npend + extra) * sizeof *r);
+    if (!r) { pthread_mutex_unlock(&p->pend_lock); return -ENOMEM; }
+    if (p->npend) memcpy(r, p->pend, p->npend * sizeof *r);
+    *n = p->npend;
+    free(p->pend);
+    p->pend = NULL; p->npend = p->pend_cap = 0;
+    pthread_mutex_unlock(&p->pend_lock);
+    *recs = r;
+    return 0;
+}
+
+static void give_back_pending(struct vpool *p, struct vp_rec *recs, size_t n)
+{
+    pthread_mutex_lock(&p->pend_lock);
+    struct vp_rec *m = malloc((n + p->npend + 1) * sizeof *m);
+    if (m) {
+        memcpy(m, recs, n * sizeof *m);
+        if (p->npend) memcpy(m + n, p->pend, p->npend * sizeof *m);
+        free(p->pend);
+        p->pend = m;
+        p->npend += n;
+        p->pend_cap = p->npend + 1;
+    }
+    pthread_mutex_unlock(&p->pend_lock);
+}
+
+/* commit_lock held. Copies the AU behind vext into a new AU of v, replacing volume
+ * bytes [off, off+len) by src (src NULL: by unwritten sectors, whole sectors only),
+ * as one journal batch: pending records, ALLOC of the copy, LIFE (death) of the old
+ * AU when v owns it, and the copy's data. Then v maps the copy. */
+static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const uint8_t *src, uint64_t off,
+                      size_t len, size_t *used)
+{
+    *used = 0;
+    uint32_t cur = vp_map_get(v, vext);
+    if (!cur) return 0;
+    uint64_t old = cur - 1;
+    pthread_mutex_lock(&p->alloc_lock);
+    struct vp_au oa = p->au[old];
+    pthread_mutex_unlock(&p->alloc_lock);
+    bool own = oa.vol_id == v->id;
+    if (own && oa.birth > v->last_snap) return 0;   /* someone copied it meanwhile */
+    bool lz4 = v->flags & VPOOL_VOL_LZ4;
+    uint64_t a0 = vext * VP_AU_BYTES, lo = 0, hi = 0;
+    if (len && (src == NULL || !lz4)) {
+        lo = off > a0 ? off - a0 : 0;
+        hi = off + len < a0 + VP_AU_BYTES ? off + len - a0 : VP_AU_BYTES;
+    }
+    if (p->npend > 256) { int rc = vp_commit(p); if (rc) return rc; }
+    uint8_t *arena = NULL;
+    struct vp_wsect *ws = malloc(VP_AU_SECT * sizeof *ws);
+    if (posix_memalign((void **)&arena, 64, VP_AU_BYTES) || !ws) { free(arena); free(ws); return -ENOMEM; }
+    size_t n = 0;
+    int rc = 0;
+    uint32_t idx[VP_AU_SECT];
+    for (unsigned c = 0; c < VP_AU_SECT / VP_CHUNK_SECT && !rc; c++) {
+        bool need_old = false;
+        for (unsigned i = c * VP_CHUNK_SECT; i < (c + 1) * VP_CHUNK_SECT; i++) {
+            uint64_t s0 = (uint64_t)i * VP_SECTOR;
+            if (!(lo <= s0 && s0 + VP_SECTOR <= hi) && vp_csum_get(p, old * VP_AU_SECT + i)) need_old = true;
+        }
+        uint8_t *cb = arena + (size_t)c * VP_CHUNK;
+        if (need_old) rc = vp_read_run(p, old * VP_AU_SECT + c * VP_CHUNK_SECT, VP_CHUNK_SECT, cb);
+        else memset(cb, 0, VP_CHUNK);
+        for (unsigned i = c * VP_CHUNK_SECT; i < (c + 1) * VP_CHUNK_SECT && !rc; i++) {
+            uint64_t s0 = (uint64_t)i * VP_SECTOR;
+            uint8_t *d = arena + s0;
+            uint32_t cs = vp_csum_get(p, old * VP_AU_SECT + i);
+            bool full = lo <= s0 && s0 + VP_SECTOR <= hi, part = !full && lo < s0 + VP_SECTOR && s0 < hi;
+            if ((full || part) && !src) continue;                        /* unmapped */
+            if (full || part) {
+                uint64_t b = lo > s0 ? lo : s0, e = hi < s0 + VP_SECTOR ? hi : s0 + VP_SECTOR;
+                memcpy(d + (b - s0), src + (a0 + b - off), e - b);
+                cs = 1;   /* has data now */
+            }
+            if (cs == VP_CSUM_ZERO) continue;
+            idx[n] = i;
+            ws[n++] = (struct vp_wsect){ .csum = cs == VP_CSUM_MARK && !full && !part ? VP_CSUM_MARK : 0,
+                                         .data = cs == VP_CSUM_MARK && !full && !part ? NULL : d };
+        }
+    }
+    for (size_t k = 0; k < n && !rc; k++) if (ws[k].data) ws[k].csum = vp_csum_of(ws[k].data);
+    struct vp_rec *recs = NULL;
+    size_t nrec = 0;
+    if (!rc) rc = vp_journal_room(p, p->npend + 2, n);
+    if (!rc) rc = take_pending(p, &recs, &nrec, 2);
+    uint64_t nau = 0;
+    if (!rc) {
+        pthread_mutex_lock(&p->alloc_lock);
+        rc = vp_alloc_take(p, v, vext, &nau);
+        if (!rc) {
+            recs[nrec++] = (struct vp_rec){ .type = VP_REC_ALLOC, .a32 = v->id, .a = nau,
+                                            .b = vext | (uint64_t)p->au[nau].birth << 32 };
+            if (own) {
+                vp_au_set_life(p, old, oa.birth, p->snap_cur);
+                recs[nrec++] = (struct vp_rec){ .type = VP_REC_LIFE, .a = old, .a32 = p->snap_cur };
+            }
+        }
+        pthread_mutex_unlock(&p->alloc_lock);
+        if (rc) { give_back_pending(p, recs, nrec); free(recs); recs = NULL; }
+    }
+    if (!rc) {
+        for (size_t k = 0; k < n; k++) ws[k].sect = nau * VP_AU_SECT + idx[k];
+        rc = vp_journal_batch(p, recs, nrec, ws, n);
+        if (rc) {   /* nothing of it is durable: undo */
+            pthread_mutex_lock(&p->alloc_lock);
+            vp_au_set(p, nau, 0, 0);
+            p->au_used--;
+            if (own) vp_au_set_life(p, old, oa.birth, 0);
+            pthread_mutex_unlock(&p->alloc_lock);
+            give_back_pending(p, recs, nrec - 1 - own);
+        } else {
+            rc = vp_apply_writes(p, ws, n);
+            pthread_mutex_lock(&p->alloc_lock);
+            __atomic_store_n(&v->map[vext], (uint32_t)nau + 1, __ATOMIC_RELEASE);
+            pthread_mutex_unlock(&p->alloc_lock);
+            if (!rc) *used = src ? hi - lo : 0;
+        }
+    }
+    free(recs); free(ws); free(arena);
+    return rc;
+}
+
+int vp_snap_cow(struct vpool *p, struct vp_vol *v, uint64_t vext, const uint8_t *src, uint64_t off, size_t len,
+                size_t *used)
+{
+    pthread_mutex_lock(&p->commit_lock);
+    int rc = cow_locked(p, v, vext, src, off, len, used);
+    pthread_mutex_unlock(&p->commit_lock);
+    return rc;
+}
+
+int vp_snap_cow_range(struct vpool *p, struct vp_vol *v, const uint8_t *src, uint64_t off, size_t len)
+{
+    if (!len || (!v->last_snap && !v->origin_id)) return 0;
+    int rc = 0;
+    for (uint64_t e = off / VP_AU_BYTES; e <= (off + len - 1) / VP_AU_BYTES && !rc; e++) {
+        uint32_t au = vp_map_get(v, e);
+        size_t used;
+        if (au && vp_snap_shared(p, v, au - 1)) rc = vp_snap_cow(p, v, e, src, off, len, &used);
+    }
+    return rc;
+}
+
+int vp_snap_unmap_shared(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t vs, uint64_t cnt)
+{
+    uint32_t cur = vp_map_get(v, vext);
+    if (!cur) return 0;
+    uint64_t old = cur - 1;
+    bool fallback = v->origin_map && vext < v->origin_len && v->origin_map[vext];
+    pthread_mutex_lock(&p->alloc_lock);
+    struct vp_au a = p->au[old];
+    bool own = a.vol_id == v->id, shared = !own || a.birth <= v->last_snap;
+    if (own && shared && !fallback && cnt == VP_AU_SECT) {   /* a snapshot keeps it; the volume lets go */
+        vp_au_set_life(p, old, a.birth, p->snap_cur);
+        struct vp_rec r = { .type = VP_REC_LIFE, .a = old, .a32 = p->snap_cur };
+        vp_pend_add(p, &r);
+        __atomic_store_n(&v->map[vext], 0, __ATOMIC_RELEASE);
+        v->mapped--;
+        if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc++;
+        pthread_mutex_unlock(&p->alloc_lock);
+        return 0;
+    }
+    pthread_mutex_unlock(&p->alloc_lock);
+    if (!shared) {   /* own and unshared, but freeing it would uncover the origin's data: zero it */
+        uint64_t ps = old * VP_AU_SECT + vs % VP_AU_SECT;
+        bool any = false;
+        for (uint64_t s = ps; s < ps + cnt; s++) {
+            vc_drop(p->cache, s);
+            if (vp_csum_get(p, s)) { vp_csum_set(p, s, 0); any = true; }
+        }
+        if (any) { struct vp_rec r = { .type = VP_REC_ZERO, .a = ps, .b = cnt }; vp_pend_add(p, &r); }
+        return 0;
+    }
+    size_t used;
+    return cow_locked(p, v, vext, NULL, vs * VP_SECTOR, cnt * VP_SECTOR, &used);
+}
+
+/* ---------------- import ---------------- */
+
+void vp_snap_import_fix(struct vpool *p)
+{
+    uint32_t top = 0;
+    for (int i = 0; i < VP_MAX_SNAPS; i++) {
+        struct vp_snap *s = p->snaps[i];
+        if (!s) continue;
+        struct vp_vol *v = vp_vol_by_id(p, s->vol_id);
+        if (!v || snap_slot(p, s->vol_id, s->name) != i) {
+            log_warn("vpool %s: dropping snapshot %s of missing volume %u (or duplicate)", p->name, s->name, s->vol_id);
+            free(s); p->snaps[i] = NULL; vp_snaptab_dirty(p, i);
+            continue;
+        }
+        if (s->gen > v->last_snap) v->last_snap = s->gen;
+        if (s->gen > top) top = s->gen;
+    }
+    uint64_t freed = 0;
+    uint32_t *gens[VP_MAX_VOLS] = {0};
+    int ngens[VP_MAX_VOLS] = {0};
+    for (int i = 0; i < VP_MAX_VOLS; i++) if (p->vols[i]) gens[i] = snap_gens(p, p->vols[i]->id, &ngens[i]);
+    for (uint64_t au = 0; au < p->n_au; au++) {
+        struct vp_au *a = &p->au[au];
+        if (!a->vol_id) continue;
+        if (a->birth > top) top = a->birth;
+        if (a->death > top) top = a->death;
+        if (!a->death || a->vol_id > VP_MAX_VOLS || !p->vols[a->vol_id - 1]) continue;
+        if (held_by_any(gens[a->vol_id - 1], ngens[a->vol_id - 1], a)) continue;
+        vp_au_set(p, au, 0, 0);   /* a snapshot delete or rollback that did not finish */
+        for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+        freed++;
+    }
+    for (int i = 0; i < VP_MAX_VOLS; i++) free(gens[i]);
+    p->snap_cur = top + 1;
+    if (freed) log_info("vpool %s: freed %llu units no snapshot holds any more", p->name, (unsigned long long)freed);
+}
+
+int vp_snap_import_clones(struct vpool *p)
+{
+    for (int i = 0; i < VP_MAX_VOLS; i++) {
+        struct vp_vol *v = p->vols[i];
+        if (!v || !v->origin_id) continue;
+        if (!vp_vol_by_id(p, v->origin_id) || !snap_by_gen(p, v->origin_id, v->origin_gen)) {
+            log_err("vpool %s: origin snapshot of clone %s is missing; it keeps only its own data", p->name, v->name);
+            v->origin_id = v->origin_gen = 0;
+            atomic_store(&p->meta_dirty[i / VP_VOL_PER_PG], 1);
+            continue;
+        }
+        free(v->origin_map);
+        v->origin_len = v->map_len;
+        v->origin_map = vp_snap_build_map(p, v->origin_id, v->origin_gen, v->origin_len);
+        if (!v->origin_map) return -ENOMEM;
+        for (uint64_t e = 0; e < v->map_len; e++)
+            if (!v->map[e] && v->origin_map[e]) { v->map[e] = v->origin_map[e]; v->mapped++; }
+    }
+    return 0;
+}
+
+/* ---------------- volume destroy ---------------- */
+
+int vp_snap_vol_busy(struct vpool *p, struct vp_vol *v)
+{
+    if (clones_of(p, v->id, 0)) return -EBUSY;
+    for (int i = 0; i < VP_MAX_SNAPS; i++)
+        if (p->snaps[i] && p->snaps[i]->vol_id == v->id && atomic_load(&p->snaps[i]->open_count)) return -EBUSY;
+    return 0;
+}
+
+void vp_snap_vol_gone(struct vpool *p, struct vp_vol *v)
+{
+    for (int i = 0; i < VP_MAX_SNAPS; i++)
+        if (p->snaps[i] && p->snaps[i]->vol_id == v->id) { free(p->snaps[i]); p->snaps[i] = NULL; vp_snaptab_dirty(p, i); }
+}
+
+/* ---------------- management ---------------- */
+
+/* Finds vol under snap_mu (volumes are only freed under it). */
+static struct vp_vol *find_vol(struct vpool *p, const char *vol)
+{
+    pthread_rwlock_rdlock(&p->vol_lock);
+    struct vp_vol *v = vol_find(p, vol);
+    pthread_rwlock_unlock(&p->vol_lock);
+    return v;
+}
+
+static int snap_create(struct vpool *p, const char *vol, const char *name, const uint8_t *uuid, uint64_t ctime)
+{
+    if (p->fmt < 2) return -EOPNOTSUPP;   /* no snapshot table on disk */
+    if (!vp_name_ok(name)) return -EINVAL;
+    if (atomic_load(&p->closed)) return -ENXIO;
+    pthread_mutex_lock(&p->snap_mu);
+    struct vp_vol *v = find_vol(p, vol);
+    int rc = v ? 0 : -ENOENT, slot = -1;
+    if (!rc && snap_slot(p, v->id, name) >= 0) rc = -EEXIST;
+    for (int i = 0; i < VP_MAX_SNAPS && !rc && slot < 0; i++) if (!p->snaps[i]) slot = i;
+    if (!rc && slot < 0) rc = -ENOSPC;
+    struct vp_snap *s = rc ? NULL : calloc(1, sizeof *s);
+    if (!rc && !s) rc = -ENOMEM;
+    if (!rc && uuid) memcpy(s->uuid, uuid, 16);
+    else if (!rc && getrandom(s->uuid, 16, 0) != 16) rc = -EIO;
+    if (rc) { free(s); pthread_mutex_unlock(&p->snap_mu); return rc; }
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->vol_id = v->id;
+    s->ctime = ctime ? ctime : (uint64_t)time(NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_rwlock_wrlock(&v->snap_lock);   /* no write is between its map lookup and the cache */
+    pthread_mutex_lock(&p->commit_lock);
+    rc = vp_commit(p);
+    uint32_t prev_last = v->last_snap;
+    if (!rc) {
+        s->size = v->size;
+        pthread_rwlock_wrlock(&p->vol_lock);
+        p->snaps[slot] = s;
+        pthread_rwlock_unlock(&p->vol_lock);
+        pthread_mutex_lock(&p->alloc_lock);
+        s->gen = p->snap_cur++;
+        pthread_mutex_unlock(&p->alloc_lock);
+        __atomic_store_n(&v->last_snap, s->gen, __ATOMIC_RELEASE);
+        vp_snaptab_dirty(p, (unsigned)slot);
+    }
+    pthread_rwlock_unlock(&v->snap_lock);   /* writers go on; copies wait for commit_lock */
+    if (!rc) {
+        rc = vp_checkpoint(p);
+        if (rc) {
+            pthread_rwlock_wrlock(&p->vol_lock);
+            p->snaps[slot] = NULL;
+            pthread_rwlock_unlock(&p->vol_lock);
+            __atomic_store_n(&v->last_snap, prev_last, __ATOMIC_RELEASE);
+            vp_snaptab_dirty(p, (unsigned)slot);
+        }
+    }
+    pthread_mutex_unlock(&p->commit_lock);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc) free(s);
+    else log_info("vpool %s: snapshot %s@%s created (generation %u, %.1f ms)", p->name, vol, name, s->gen,
+                  (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    pthread_mutex_unlock(&p->snap_mu);
+    return rc;
+}
+
+int vpool_snap_create(struct vpool *p, const char *vol, const char *snap) { return snap_create(p, vol, snap, NULL, 0); }
+int vp_snap_create_uuid(struct vpool *p, const char *vol, const char *snap, const uint8_t *uuid, uint64_t ctime)
+{
+    return snap_create(p, vol, snap, uuid, ctime);
+}
+
+/* Frees the dead AUs of v no snapshot holds. commit_lock held. */
+static void gc_dead(struct vpool *p, struct vp_vol *v)
+{
+    int ng;
+    pthread_rwlock_rdlock(&p->vol_lock);
+    uint32_t *g = snap_gens(p, v->id, &ng);
+    pthread_rwlock_unlock(&p->vol_lock);
+    for (uint64_t au = 0; au < p->n_au; au++) {
+        pthread_mutex_lock(&p->alloc_lock);
+        struct vp_au a = p->au[au];
+        pthread_mutex_unlock(&p->alloc_lock);
+        if (a.vol_id == v->id && a.death && !held_by_any(g, ng, &a)) vp_free_au(p, au);
+    }
+    free(g);
+}
+
+int vpool_snap_destroy(struct vpool *p, const char *vol, const char *snap)
+{
+    if (atomic_load(&p->closed)) return -ENXIO;
+    pthread_mutex_lock(&p->snap_mu);
+    struct vp_vol *v = find_vol(p, vol);
+    int slot = v ? snap_slot(p, v->id, snap) : -1;
+    int rc = !v || slot < 0 ? -ENOENT : 0;
+    struct vp_snap *s = rc ? NULL : p->snaps[slot];
+    if (!rc && (atomic_load(&s->open_count) || clones_of(p, v->id, s->gen))) rc = -EBUSY;
+    if (!rc) {
+        pthread_mutex_lock(&p->commit_lock);
+        rc = vp_commit(p);
+        if (!rc) {
+            pthread_rwlock_wrlock(&p->vol_lock);
+            p->snaps[slot] = NULL;
+            __atomic_store_n(&v->last_snap, newest_gen(p, v->id), __ATOMIC_RELEASE);
+            pthread_rwlock_unlock(&p->vol_lock);
+            vp_snaptab_dirty(p, (unsigned)slot);
+            rc = vp_checkpoint(p);   /* gone for good before its units are reused */
+            if (!rc) {
+                gc_dead(p, v);
+                rc = vp_commit(p);
+            }
+            free(s);
+        }
+        pthread_mutex_unlock(&p->commit_lock);
+        if (!rc) log_info("vpool %s: snapshot %s@%s destroyed", p->name, vol, snap);
+    }
+    pthread_mutex_unlock(&p->snap_mu);
+    return rc;
+}
+
+static void fill_info(struct vpool *p, struct vp_snap *s, struct vpool_snap_info *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->name, sizeof o->name, "%s", s->name);
+    o->gen = s->gen; o->ctime = s->ctime; o->size = s->size;
+    memcpy(o->uuid, s->uuid, 16);
+    o->clones = clones_of(p, s->vol_id, s->gen);
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+    const struct vpool_snap_info *x = a, *y = b;
+    return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+/* used/referenced of the n snapshots in o (sorted by gen) of volume v. vol_lock held. */
+static void space(struct vpool *p, struct vp_vol *v, struct vpool_snap_info *o, int n)
+{
+    uint32_t *g = malloc(n * sizeof *g);
+    int64_t *diff = calloc(n + 1, sizeof *diff);
+    if (!g || !diff) { free(g); free(diff); return; }
+    for (int i = 0; i < n; i++) g[i] = o[i].gen;
+    pthread_mutex_lock(&p->alloc_lock);
+    for (uint64_t au = 0; au < p->n_au; au++) {
+        const struct vp_au *a = &p->au[au];
+        if (a->vol_id != v->id) continue;
+        int lo = lower_bound(g, n, a->birth), hi = a->death ? lower_bound(g, n, a->death) : n;
+        if (lo >= hi) continue;
+        diff[lo]++; diff[hi]--;
+        if (hi - lo == 1 && a->death) o[lo].used += VP_AU_BYTES;
+    }
+    pthread_mutex_unlock(&p->alloc_lock);
+    int64_t run = 0;
+    for (int i = 0; i < n; i++) { run += diff[i]; o[i].referenced = (uint64_t)run * VP_AU_BYTES; }
+    if (v->origin_id)   /* clones also read units of their origin */
+        for (int i = 0; i < n; i++) {
+            uint64_t len = (o[i].size + VP_AU_BYTES - 1) / VP_AU_BYTES, cnt = 0;
+            uint32_t *m = vp_snap_build_map(p, v->id, g[i], len);
+            for (uint64_t e = 0; m && e < len; e++) cnt += m[e] != 0;
+            if (m) o[i].referenced = cnt * VP_AU_BYTES;
+            free(m);
+        }
+    free(g); free(diff);
+}
+
+int vpool_snap_list(struct vpool *p, const char *vol, struct vpool_snap_info *out, int max)
+{
+    pthread_rwlock_rdlock(&p->vol_lock);
+    struct vp_vol *v = vol_find(p, vol);
+    if (!v) { pthread_rwlock_unlock(&p->vol_lock); return -ENOENT; }
+    int n = 0;
+    for (int i = 0; i < VP_MAX_SNAPS; i++) if (p->snaps[i] && p->snaps[i]->vol_id == v->id) n++;
+    struct vpool_snap_info *all = calloc(n ? n : 1, sizeof *all);
+    if (!all) { pthread_rwlock_unlock(&p->vol_lock); return -ENOMEM; }
+    int k = 0;
+    for (int i = 0; i < VP_MAX_SNAPS; i++) if (p->snaps[i] && p->snaps[i]->vol_id == v->id) fill_info(p, p->snaps[i], &all[k++]);
+    qsort(all, n, sizeof *all, cmp_info);
+    space(p, v, all, n);
+    pthread_rwlock_unlock(&p->vol_lock);
+    if (out) memcpy(out, all, (n < max ? n : max) * sizeof *all);
+    free(all);
+    return n;
+}
+
+int vpool_snap_info(struct vpool *p, const char *vol, const char *snap, struct vpool_snap_info *out)
+{
+    int n = vpool_snap_list(p, vol, NULL, 0);
+    if (n < 0) return n;
+    struct vpool_snap_info *all = calloc(n ? n : 1, sizeof *all);
+    if (!all) return -ENOMEM;
+    n = vpool_snap_list(p, vol, all, n);
+    int rc = -ENOENT;
+    for (int i = 0; i < n && rc; i++) if (!strcmp(all[i].name, snap)) { *out = all[i]; rc = 0; }
+    free(all);
+    return rc;
+}
+
+int vpool_snap_rollback(struct vpool *p, const char *vol, const char *snap)
+{
+    if (atomic_load(&p->closed)) return -ENXIO;
+    pthread_mutex_lock(&p->snap_mu);
+    struct vp_vol *v = find_vol(p, vol);
+    int slot = v ? snap_slot(p, v->id, snap) : -1;
+    int rc = !v || slot < 0 ? -ENOENT : 0;
+    uint32_t S = rc ? 0 : p->snaps[slot]->gen;
+    if (!rc && newest_gen(p, v->id) > S) rc = -ENOTEMPTY;
+    if (rc) { pthread_mutex_unlock(&p->snap_mu); return rc; }
+    pthread_rwlock_wrlock(&v->snap_lock);
+    pthread_mutex_lock(&p->commit_lock);
+    rc = vp_commit(p);
+    /* first free what was written after S, then revive what S holds: a crash in
+     * between leaves extents unmapped (a retry finishes), never mapped twice */
+    for (uint64_t au = 0; au < p->n_au && !rc; au++) {
+        pthread_mutex_lock(&p->alloc_lock);
+        struct vp_au a = p->au[au];
+        pthread_mutex_unlock(&p->alloc_lock);
+        if (a.vol_id == v->id && !a.death && a.birth > S) vp_free_au(p, au);
+    }
+    uint32_t *nm = NULL;
+    if (!rc) {
+        pthread_mutex_lock(&p->alloc_lock);
+        for (uint64_t au = 0; au < p->n_au; au++) {
+            struct vp_au *a = &p->au[au];
+            if (a->vol_id != v->id || !a->death || !vp_au_held(a, S)) continue;
+            vp_au_set_life(p, au, a->birth, 0);
+            struct vp_rec r = { .type = VP_REC_LIFE, .a = au, .a32 = 0 };
+            vp_pend_add(p, &r);
+        }
+        pthread_mutex_unlock(&p->alloc_lock);
+        pthread_rwlock_rdlock(&p->vol_lock);
+        nm = vp_snap_build_map(p, v->id, VP_GEN_LIVE, v->map_len);
+        pthread_rwlock_unlock(&p->vol_lock);
+        if (!nm) rc = -ENOMEM;
+    }
+    if (!rc) {
+        pthread_mutex_lock(&p->alloc_lock);
+        set_live_map(p, v, nm);
+        pthread_mutex_unlock(&p->alloc_lock);
+        atomic_fetch_add(&p->write_gen, 1);
+        rc = vp_commit(p);
+    }
+    pthread_mutex_unlock(&p->commit_lock);
+    pthread_rwlock_unlock(&v->snap_lock);
+    if (!rc) log_info("vpool %s: volume %s rolled back to %s", p->name, vol, snap);
+    pthread_mutex_unlock(&p->snap_mu);
+    return rc;
+}
+
+int vpool_snap_clone(struct vpool *p, const char *vol, const char *snap, const char *clone)
+{
+    if (!vp_name_ok(clone)) return -EINVAL;
+    if (atomic_load(&p->closed)) return -ENXIO;
+    pthread_mutex_lock(&p->snap_mu);
+    pthread_mutex_lock(&p->commit_lock);
+    pthread_rwlock_wrlock(&p->vol_lock);
+    struct vp_vol *o = vol_find(p, vol), *v = NULL;
+    int slot = o ? snap_slot(p, o->id, snap) : -1, vslot = -1;
+    int rc = !o || slot < 0 ? -ENOENT : vol_find(p, clone) ? -EEXIST : 0;
+    for (int i = 0; i < VP_MAX_VOLS && !rc && vslot < 0; i++) if (!p->vols[i]) vslot = i;
+    if (!rc && vslot < 0) rc = -ENOSPC;
+    if (!rc && !(v = calloc(1, sizeof *v))) rc = -ENOMEM;
+    if (!rc) {
+        struct vp_snap *s = p->snaps[slot];
+        snprintf(v->name, sizeof v->name, "%s", clone);
+        v->id = (uint32_t)vslot + 1;
+        v->size = s->size;
+        v->flags = o->flags;
+        v->origin_id = o->id;
+        v->origin_gen = s->gen;
+        v->map_len = v->origin_len = (v->size + VP_AU_BYTES - 1) / VP_AU_BYTES;
+        pthread_mutex_init(&v->bdev_lock, NULL);
+        vp_snap_lock_init(&v->snap_lock);
+        v->origin_map = vp_snap_build_map(p, o->id, s->gen, v->map_len);
+        v->map = calloc(v->map_len, sizeof *v->map);
+        if (!v->origin_map || !v->map || getrandom(v->uuid, 16, 0) != 16) rc = -ENOMEM;
+    }
+    if (!rc) {
+        memcpy(v->map, v->origin_map, v->map_len * sizeof *v->map);
+        for (uint64_t e = 0; e < v->map_len; e++) v->mapped += v->map[e] != 0;
+        pthread_mutex_lock(&p->alloc_lock);
+        if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc += v->map_len - v->mapped;
+        pthread_mutex_unlock(&p->alloc_lock);
+        p->vols[vslot] = v;
+        atomic_store(&p->meta_dirty[vslot / VP_VOL_PER_PG], 1);
+    } else if (v) { free(v->origin_map); v->origin_map = NULL; vp_vol_free(v); }
+    pthread_rwlock_unlock(&p->vol_lock);
+    if (!rc) rc = vp_commit(p);
+    if (!rc) rc = vp_checkpoint(p);
+    pthread_mutex_unlock(&p->commit_lock);
+    if (!rc) log_info("vpool %s: volume %s cloned from %s@%s", p->name, clone, vol, snap);
+    pthread_mutex_unlock(&p->snap_mu);
+    return rc;
+}
+
+nasd_bdev *vpool_snap_open(struct vpool *p, const char *vol, const char *snap, uint32_t block_size, int *err)
+{
+    int e = 0;
+    struct vp_vol *view = NULL;
+    if (block_size != 512 && block_size != 4096) e = -EINVAL;
+    else if (atomic_load(&p->closed)) e = -ENXIO;
+    if (!e) {
+        pthread_mutex_lock(&p->snap_mu);
+        pthread_rwlock_rdlock(&p->vol_lock);
+        struct vp_vol *v = vol_find(p, vol);
+        int slot = v ? snap_slot(p, v->id, snap) : -1;
+        if (slot < 0) e = -ENOENT;
+        else if (!(view = calloc(1, sizeof *view))) e = -ENOMEM;
+        else {
+            struct vp_snap *s = p->snaps[slot];
+            view->id = v->id;
+            view->flags = v->flags;
+            view->size = s->size;
+            snprintf(view->name, sizeof view->name, "%.40s@%.22s", v->name, s->name);
+            memcpy(view->uuid, s->uuid, 16);
+            view->map_len = (s->size + VP_AU_BYTES - 1) / VP_AU_BYTES;
+            pthread_mutex_init(&view->bdev_lock, NULL);
+            vp_snap_lock_init(&view->snap_lock);
+            view->map = vp_snap_build_map(p, v->id, s->gen, view->map_len);
+            view->view_of = s;
+            if (!view->map) e = -ENOMEM;
+            else atomic_fetch_add(&s->open_count, 1);
+        }
+        pthread_rwlock_unlock(&p->vol_lock);
+        pthread_mutex_unlock(&p->snap_mu);
+    }
+    nasd_bdev *b = e ? NULL : vp_vol_open_view(p, view, block_size);
+    if (!b && !e) { atomic_fetch_sub(&view->view_of->open_count, 1); e = -ENOMEM; }
+    if (e) {
+        if (view) { view->view_of = NULL; vp_vol_free(view); }
+        if (err) *err = e;
+    }
+    return b;
+}
+
+int vpool_vol_origin(struct vpool *p, const char *vol, char *ovol, char *osnap)
+{
+    pthread_rwlock_rdlock(&p->vol_lock);
+    struct vp_vol *v = vol_find(p, vol);
+    int rc = -ENOENT;
+    if (v && v->origin_id) {
+        struct vp_vol *o = vp_vol_by_id(p, v->origin_id);
+        struct vp_snap *s = o ? snap_by_gen(p, o->id, v->origin_gen) : NULL;
+        if (o && s) { snprintf(ovol, 64, "%s", o->name); snprintf(osnap, 64, "%s", s->name); rc = 0; }
+    }
+    pthread_rwlock_unlock(&p->vol_lock);
+    return rc;
+}

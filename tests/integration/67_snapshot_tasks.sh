@@ -1,0 +1,78 @@
+#!/bin/bash
+# Periodic snapshot tasks keep the newest N of their snapshots; a replication task
+# copies a volume to a second nasd (API token required there) over HTTP, first in full,
+# then incrementally, and keeps N replicated snapshots on the target.
+set -u
+. "$(dirname "$0")/lib.sh"
+T=$(mktemp -d /tmp/nasd-it-tasks.XXXXXX)
+PAT=$ROOT/build/tools/iscsi_pattern
+mkdir -p "$T/a" "$T/b"
+trap 'stop_nasd; kill $PID_B 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+IQN=iqn.2026-12.io.nasd
+
+TOK=$("$NASD" --db "$T/b/nasd.db" --create-token repl) || fail "--create-token"
+start_nasd "$T/b" --auth
+PID_B=$NASD_PID; API_B=$API; HTTP_B=$HTTP_PORT; ISCSI_B=$ISCSI_PORT
+apib() {   # apib METHOD PATH [JSON]
+  local out
+  out=$(curl -s -w '\n%{http_code}' -X "$1" -H "Authorization: Bearer $TOK" ${3:+-H 'Content-Type: application/json' --data "$3"} "$API_B/$2")
+  STATUS=${out##*$'\n'}; BODY=${out%$'\n'*}
+}
+apib POST pools "{\"name\":\"dst\",\"layout\":\"stripe\",\"members\":[{\"path\":\"$T/b0.img\",\"size\":\"128M\",\"create\":true}]}"
+[ "$STATUS" = 201 ] || fail "pool on B: $STATUS $BODY"
+
+unset HTTP_PORT ISCSI_PORT NFS_PORT MOUNT_PORT
+start_nasd "$T/a"
+expect 201 POST pools "{\"name\":\"src\",\"layout\":\"mirror\",\"members\":[
+  {\"path\":\"$T/a0.img\",\"size\":\"96M\",\"create\":true},{\"path\":\"$T/a1.img\",\"size\":\"96M\",\"create\":true}]}"
+expect 201 POST volumes '{"pool":"src","name":"v","size":"16M"}'
+expect 201 POST exports/iscsi '{"name":"v","volume":"src/v"}'
+URL=iscsi://127.0.0.1:$ISCSI_PORT/$IQN:v/0
+$PAT write "$URL" 1 16 >/dev/null || fail "write A"
+
+# snapshot task: runs at once, then on demand; keeps 2
+expect 400 POST snapshot-tasks '{"volume":"src/v","every":"5x","keep":2}'
+expect 404 POST snapshot-tasks '{"volume":"src/nope","every":"1h","keep":2}'
+expect 201 POST snapshot-tasks '{"volume":"src/v","every":"1h","keep":2,"prefix":"hourly"}'
+TID=$(jget "$BODY" .id)
+nsnaps() { api GET volumes/src/v/snapshots | jq "[.[] | select(.name | startswith(\"$1-\"))] | length"; }
+wait_for() { for _ in $(seq 100); do eval "$1" && return 0; sleep 0.1; done; fail "timed out: $1"; }
+wait_for '[ "$(nsnaps hourly)" = 1 ]'
+for n in 2 3 4; do
+  last=$(api GET snapshot-tasks/$TID | jq -r .last_run)
+  expect 202 POST snapshot-tasks/$TID/run
+  wait_for '[ "$(api GET snapshot-tasks/$TID | jq -r .last_run)" != 0 ]'
+done
+[ "$(nsnaps hourly)" = 2 ] || fail "retention: $(api GET volumes/src/v/snapshots)"
+expect 200 PATCH snapshot-tasks/$TID '{"enabled":false}'
+
+# replication to B
+expect 400 POST replication-tasks '{"volume":"src/v","target_url":"ftp://x","target_pool":"dst","every":"1h"}'
+expect 201 POST replication-tasks "{\"volume\":\"src/v\",\"target_url\":\"http://127.0.0.1:$HTTP_B\",\"target_token\":\"$TOK\",
+  \"target_pool\":\"dst\",\"target_name\":\"copy\",\"every\":\"1h\",\"keep\":2}"
+RID=$(jget "$BODY" .id)
+[ "$(jget "$BODY" .target_token_set)" = true ] && [ "$(jget "$BODY" .target_token)" = null ] || fail "token shown: $BODY"
+replicated() { api GET replication-tasks/$RID | jq -r '.last_snapshot // empty'; }
+wait_for '[ -n "$(replicated)" ]'
+[ "$(api GET replication-tasks/$RID | jq -r '.last_error // empty')" = "" ] || fail "replication: $BODY"
+verify_b() {   # verify_b SEED MIB
+  apib POST exports/iscsi '{"name":"c","volume":"dst/copy"}'
+  [ "$STATUS" = 201 ] || fail "export on B: $STATUS $BODY"
+  $PAT verify "iscsi://127.0.0.1:$ISCSI_B/$IQN:c/0" "$1" "$2" >/dev/null || fail "copy on B is not seed $1"
+  apib DELETE exports/iscsi/c
+}
+verify_b 1 16
+for seed in 2 3 4; do
+  first=$(replicated)
+  $PAT write "$URL" $seed 2 >/dev/null || fail "write seed $seed"
+  expect 202 POST replication-tasks/$RID/run
+  wait_for '[ "$(replicated)" != "$first" ]'
+  [ "$(api GET replication-tasks/$RID | jq -r '.last_error // empty')" = "" ] || fail "incremental replication: $BODY"
+  verify_b $seed 2
+done
+apib GET volumes/dst/copy/snapshots
+[ "$(jget "$BODY" 'length')" = 2 ] || fail "retention on the target: $BODY"
+[ "$(api GET volumes/src/v/snapshots | jq '[.[] | select(.name | startswith("repl"))] | length')" = 1 ] ||
+  fail "the source keeps more than the base: $(api GET volumes/src/v/snapshots)"
+grep -q "incremental" "$T/a/nasd.log" || fail "no incremental send logged"
+echo "snapshot and replication tasks: ok"

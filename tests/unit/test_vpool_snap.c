@@ -1,0 +1,554 @@
+/* Pool engine snapshots: copy-on-write (aligned, unaligned, sub-sector, lz4, unmap),
+ * used/referenced accounting, clones, rollback, persistence across import, scrub and
+ * resilver with snapshots, and power loss at every member write of snapshot
+ * create/delete/rollback (vpool_sim). Each volume is compared with an in-RAM image. */
+#define _GNU_SOURCE
+#include "tests/unit/check_main.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <xxhash.h>
+#include "util/log.h"
+#include "storage/pool/vpool.h"
+#include "storage/pool/vpool_impl.h"
+#include "storage/pool/vpool_snap.h"
+#include "tests/unit/test_vpool_util.h"
+
+#define VSIZE (16ull << 20)
+#define MB (1ull << 20)
+
+static void img_write(nasd_bdev *b, uint8_t *img, uint64_t off, size_t len, uint64_t seed)
+{
+    uint8_t *buf = malloc(len);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + off + 1;
+    for (size_t i = 0; i < len; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; buf[i] = (uint8_t)x; }
+    ck_assert_int_eq(nasd_bdev_write(b, buf, off, len, 0), 0);
+    memcpy(img + off, buf, len);
+    free(buf);
+}
+
+static void img_check(nasd_bdev *b, const uint8_t *img, uint64_t size, const char *what)
+{
+    uint8_t *buf = malloc(size);
+    ck_assert_int_eq(nasd_bdev_read(b, buf, 0, size), 0);
+    for (uint64_t i = 0; i < size; i += 4096)
+        ck_assert_msg(!memcmp(buf + i, img + i, 4096), "%s: mismatch at %llu", what, (unsigned long long)i);
+    free(buf);
+}
+
+static void check_snap(struct vpool *p, const char *vol, const char *snap, const uint8_t *img, uint64_t size)
+{
+    int e = 0;
+    nasd_bdev *s = vpool_snap_open(p, vol, snap, 4096, &e);
+    ck_assert_msg(s != NULL, "open %s@%s: %d", vol, snap, e);
+    img_check(s, img, size, snap);
+    uint8_t z[4096] = {0};
+    ck_assert_int_eq(nasd_bdev_write(s, z, 0, 4096, 0), -EROFS);
+    nasd_bdev_put(s);
+}
+
+static uint64_t pool_alloc(struct vpool *p)
+{
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    return st.allocated;
+}
+
+static struct vpool *mkpool(struct tdir *t, enum vpool_layout l, int n, const char *const **paths)
+{
+    static const char *pp[4];
+    struct vpool_member_spec ms[4];
+    tdir_make(t, n);
+    for (int i = 0; i < n; i++) { ms[i] = (struct vpool_member_spec){ t->member[i], MEMBER_SIZE }; pp[i] = t->member[i]; }
+    struct vpool *p;
+    char err[256];
+    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
+    ck_assert_msg(vpool_create("sp", l, ms, n, &o, &p, err, sizeof err) == 0, "%s", err);
+    if (paths) *paths = pp;
+    return p;
+}
+
+static struct vpool *reimport(struct vpool *p, const char *const *paths, int n)
+{
+    vpool_close(p);
+    char err[256];
+    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
+    ck_assert_msg(vpool_import(paths, n, &o, &p, err, sizeof err) == 0, "import: %s", err);
+    return p;
+}
+
+START_TEST(t_cow_clone_rollback)
+{
+    struct tdir t;
+    const char *const *paths;
+    struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 4, &paths);
+    ck_assert_int_eq(vpool_vol_create(p, "v", VSIZE, 0), 0);
+    uint8_t *A = calloc(1, VSIZE), *B, *C;
+    nasd_bdev *b = open_vol(p, "v", 512);
+    img_write(b, A, 0, 10 * MB, 1);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    uint64_t a0 = pool_alloc(p);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s1"), 0);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s1"), -EEXIST);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "bad/name"), -EINVAL);
+    ck_assert_uint_eq(pool_alloc(p), a0);                      /* no data copied */
+    B = malloc(VSIZE); memcpy(B, A, VSIZE);
+    img_write(b, B, 2 * MB, MB, 2);                            /* whole AU */
+    img_write(b, B, 4 * MB + 100, 3000, 3);                    /* sub-sector, unaligned */
+    img_write(b, B, 5 * MB - 8192, 16384, 4);                  /* straddles two AUs */
+    img_write(b, B, 12 * MB, 4096, 5);                         /* never written before */
+    ck_assert_int_eq(nasd_bdev_unmap(b, 7 * MB, MB), 0);       /* whole shared AU */
+    memset(B + 7 * MB, 0, MB);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 8 * MB + 4096, 8192), 0);   /* part of a shared AU */
+    memset(B + 8 * MB + 4096, 0, 8192);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    img_check(b, B, VSIZE, "volume after writes");
+    check_snap(p, "v", "s1", A, VSIZE);
+    /* copied: AUs 2, 4, 5, 8 (7 only dropped by the volume); new: 12 */
+    ck_assert_uint_eq(pool_alloc(p), a0 + 5 * MB);
+    struct vpool_snap_info si[4];
+    ck_assert_int_eq(vpool_snap_list(p, "v", si, 4), 1);
+    ck_assert_str_eq(si[0].name, "s1");
+    ck_assert_uint_eq(si[0].used, 5 * MB);                     /* AUs 2, 4, 5, 7, 8 */
+    ck_assert_uint_eq(si[0].referenced, 10 * MB);
+
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s2"), 0);
+    ck_assert_int_eq(vpool_snap_clone(p, "v", "s1", "c"), 0);
+    nasd_bdev *cb = open_vol(p, "c", 4096);
+    img_check(cb, A, VSIZE, "fresh clone");
+    C = malloc(VSIZE); memcpy(C, A, VSIZE);
+    img_write(cb, C, 0, 3 * MB, 6);
+    img_write(cb, C, 15 * MB, 4096, 7);
+    ck_assert_int_eq(nasd_bdev_unmap(cb, 9 * MB, MB), 0);      /* must not uncover the origin */
+    memset(C + 9 * MB, 0, MB);
+    ck_assert_int_eq(nasd_bdev_flush(cb), 0);
+    img_check(cb, C, VSIZE, "clone");
+    img_check(b, B, VSIZE, "volume after clone writes");
+    check_snap(p, "v", "s1", A, VSIZE);
+    ck_assert_int_eq(vpool_snap_destroy(p, "v", "s1"), -EBUSY);   /* the clone reads it */
+    char ov[64], os[64];
+    ck_assert_int_eq(vpool_vol_origin(p, "c", ov, os), 0);
+    ck_assert_str_eq(ov, "v"); ck_assert_str_eq(os, "s1");
+    ck_assert_int_eq(vpool_vol_destroy(p, "v"), -EBUSY);
+
+    nasd_bdev_put(cb); nasd_bdev_put(b);
+    p = reimport(p, paths, 4);                                 /* everything from disk */
+    b = open_vol(p, "v", 512); cb = open_vol(p, "c", 4096);
+    img_check(b, B, VSIZE, "volume after import");
+    img_check(cb, C, VSIZE, "clone after import");
+    check_snap(p, "v", "s1", A, VSIZE);
+    check_snap(p, "v", "s2", B, VSIZE);
+    ck_assert_int_eq(vpool_snap_destroy(p, "v", "s1"), -EBUSY);
+
+    /* scrub reads snapshot-only units too; damage one of them and let it repair */
+    int m; uint64_t moff;
+    ck_assert_int_eq(vp_debug_locate(p, "v", 0, &m, &moff, NULL), 0);
+    ck_assert_int_eq(vpool_scrub_start(p), 0);
+    vpool_wait_background(p);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.scrub_unrepairable, 0);
+
+    ck_assert_int_eq(vpool_snap_rollback(p, "v", "s1"), -ENOTEMPTY);
+    nasd_bdev_put(cb);
+    ck_assert_int_eq(vpool_vol_destroy(p, "c"), 0);
+    uint64_t before = pool_alloc(p);
+    ck_assert_int_eq(vpool_snap_destroy(p, "v", "s1"), 0);
+    ck_assert_uint_eq(pool_alloc(p), before - 5 * MB);         /* what only s1 held */
+    check_snap(p, "v", "s2", B, VSIZE);
+    img_write(b, B, 0, 6 * MB, 8);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    uint8_t *S2 = malloc(VSIZE);
+    {   /* s2 = the volume before the last write */
+        nasd_bdev *s = vpool_snap_open(p, "v", "s2", 4096, &(int){0});
+        ck_assert_int_eq(nasd_bdev_read(s, S2, 0, VSIZE), 0);
+        ck_assert_int_eq(vpool_snap_destroy(p, "v", "s2"), -EBUSY);   /* open */
+        nasd_bdev_put(s);
+    }
+    ck_assert_int_eq(vpool_snap_rollback(p, "v", "s2"), 0);
+    img_check(b, S2, VSIZE, "rolled back");
+    memcpy(B, S2, VSIZE);
+    img_write(b, B, MB, 4096, 9);                              /* s2 still intact after more writes */
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    check_snap(p, "v", "s2", S2, VSIZE);
+    nasd_bdev_put(b);
+    p = reimport(p, paths, 4);
+    b = open_vol(p, "v", 512);
+    img_check(b, B, VSIZE, "after rollback and import");
+    nasd_bdev_put(b);
+    ck_assert_int_eq(vpool_vol_destroy(p, "v"), 0);
+    ck_assert_uint_eq(pool_alloc(p), 0);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(A); free(B); free(C); free(S2);
+}
+END_TEST
+
+START_TEST(t_lz4_and_resilver)
+{
+    struct tdir t;
+    const char *const *paths;
+    struct vpool *p = mkpool(&t, VPOOL_MIRROR, 2, &paths);
+    ck_assert_int_eq(vpool_vol_create(p, "z", VSIZE, VPOOL_VOL_LZ4), 0);
+    uint8_t *A = calloc(1, VSIZE), *B;
+    nasd_bdev *b = open_vol(p, "z", 4096);
+    for (uint64_t off = 0; off < 8 * MB; off += 8192) memset(A + off, (int)(off >> 13), 8192);   /* compressible */
+    ck_assert_int_eq(nasd_bdev_write(b, A, 0, 8 * MB, 0), 0);
+    img_write(b, A, 8 * MB, MB, 1);                            /* incompressible */
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    ck_assert_int_eq(vpool_snap_create(p, "z", "s"), 0);
+    B = malloc(VSIZE); memcpy(B, A, VSIZE);
+    img_write(b, B, 3 * MB + 512, 1000, 2);
+    img_write(b, B, 8 * MB + 65536, 65536, 3);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    img_check(b, B, VSIZE, "lz4 volume");
+    check_snap(p, "z", "s", A, VSIZE);
+    /* resilver with snapshot-only units: member 1 offline, writes, back online */
+    ck_assert_int_eq(vpool_member_offline(p, 1), 0);
+    img_write(b, B, 12 * MB, MB, 4);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    ck_assert_int_eq(vpool_member_online(p, 1), 0);
+    vpool_wait_background(p);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    const char *only1[] = { paths[1] };                        /* the resilvered member alone */
+    char err[256];
+    ck_assert_msg(vpool_import(only1, 1, NULL, &p, err, sizeof err) == 0, "%s", err);
+    b = open_vol(p, "z", 4096);
+    img_check(b, B, VSIZE, "resilvered member");
+    check_snap(p, "z", "s", A, VSIZE);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(A); free(B);
+}
+END_TEST
+
+/* Pools of format 1 (before snapshots) still import, read and write; they refuse snapshots. */
+START_TEST(t_format1_pool)
+{
+    struct tdir t;
+    const char *const *paths;
+    vp_test_create_fmt = 1;
+    struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 3, &paths);
+    vp_test_create_fmt = 0;
+    ck_assert_int_eq(vpool_vol_create(p, "v", VSIZE, 0), 0);
+    uint8_t *A = calloc(1, VSIZE);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    img_write(b, A, 0, 9 * MB, 1);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 2 * MB, MB), 0);
+    memset(A + 2 * MB, 0, MB);
+    nasd_bdev_put(b);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s"), -EOPNOTSUPP);
+    uint64_t used = pool_alloc(p);
+    p = reimport(p, paths, 3);
+    ck_assert_uint_eq(p->fmt, 1);
+    ck_assert_uint_eq(pool_alloc(p), used);
+    b = open_vol(p, "v", 4096);
+    img_check(b, A, VSIZE, "format 1 pool after import");
+    img_write(b, A, 12 * MB, MB, 2);
+    nasd_bdev_put(b);
+    p = reimport(p, paths, 3);
+    b = open_vol(p, "v", 4096);
+    img_check(b, A, VSIZE, "format 1 pool after a second import");
+    nasd_bdev_put(b);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s"), -EOPNOTSUPP);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(A);
+}
+END_TEST
+
+struct mem { uint8_t *b; size_t len, cap, pos; };
+static int mem_sink(void *ctx, const void *buf, size_t len)
+{
+    struct mem *m = ctx;
+    if (m->len + len > m->cap) { m->cap = (m->len + len) * 2; m->b = realloc(m->b, m->cap); }
+    memcpy(m->b + m->len, buf, len);
+    m->len += len;
+    return 0;
+}
+static int mem_source(void *ctx, void *buf, size_t len)
+{
+    struct mem *m = ctx;
+    if (m->pos + len > m->len) return -EPIPE;
+    memcpy(buf, m->b + m->pos, len);
+    m->pos += len;
+    return 0;
+}
+
+START_TEST(t_send_receive)
+{
+    struct tdir ta, tb;
+    struct vpool *pa = mkpool(&ta, VPOOL_RAIDZ1, 3, NULL), *pb = mkpool(&tb, VPOOL_STRIPE, 1, NULL);
+    uint64_t size = 9 * MB + 8192;   /* last unit partial */
+    ck_assert_int_eq(vpool_vol_create(pa, "src", size, 0), 0);
+    uint8_t *A = calloc(1, size), *B;
+    nasd_bdev *b = open_vol(pa, "src", 4096);
+    img_write(b, A, 0, 4 * MB, 1);
+    img_write(b, A, 9 * MB, 8192, 2);
+    ck_assert_int_eq(vpool_snap_create(pa, "src", "s1"), 0);
+    B = malloc(size); memcpy(B, A, size);
+    img_write(b, B, MB + 4096, 4096, 3);
+    img_write(b, B, 6 * MB, MB, 4);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 3 * MB, MB), 0);
+    memset(B + 3 * MB, 0, MB);
+    ck_assert_int_eq(vpool_snap_create(pa, "src", "s2"), 0);
+    nasd_bdev_put(b);
+
+    struct mem full = {0}, inc = {0};
+    ck_assert_int_eq(vpool_send(pa, "src", "s1", NULL, mem_sink, &full), 0);
+    ck_assert_int_eq(vpool_send(pa, "src", "s2", "s1", mem_sink, &inc), 0);
+    ck_assert_int_eq(vpool_send(pa, "src", "s1", "s2", mem_sink, &(struct mem){0}), -EINVAL);
+    ck_assert_uint_lt(inc.len, 3 * MB);            /* units 1, 3 (zero) and 6 only */
+    char snap[64], err[256];
+    /* a truncated full stream leaves nothing behind */
+    struct mem cut = full; cut.len = full.len / 2; cut.pos = 0;
+    ck_assert_int_ne(vpool_receive(pb, "dst", 0, mem_source, &cut, snap, err, sizeof err), 0);
+    ck_assert_int_eq(vpool_vol_flags(pb, "dst"), -ENOENT);
+    full.pos = 0;
+    ck_assert_msg(vpool_receive(pb, "dst", 0, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(snap, "s1");
+    check_snap(pb, "dst", "s1", A, size);
+    /* incremental with a flipped data byte: refused, the copy stays at s1 */
+    struct mem bad = { malloc(inc.len), inc.len, inc.len, 0 };
+    memcpy(bad.b, inc.b, inc.len);
+    bad.b[inc.len / 2] ^= 1;
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &bad, snap, err, sizeof err), -EBADMSG);
+    b = open_vol(pb, "dst", 4096);
+    img_check(b, A, size, "after the bad stream");
+    ck_assert_int_eq(vpool_snap_list(pb, "dst", NULL, 0), 1);
+    img_write(b, A, 0, 4096, 9);   /* local change: discarded by the next receive */
+    nasd_bdev_put(b);
+    inc.pos = 0;
+    ck_assert_msg(vpool_receive(pb, "dst", 0, mem_source, &inc, snap, err, sizeof err) == 0, "%s", err);
+    b = open_vol(pb, "dst", 4096);
+    img_check(b, B, size, "after the incremental stream");
+    nasd_bdev_put(b);
+    check_snap(pb, "dst", "s2", B, size);
+    struct vpool_snap_info sa, sb;
+    ck_assert_int_eq(vpool_snap_info(pa, "src", "s2", &sa), 0);
+    ck_assert_int_eq(vpool_snap_info(pb, "dst", "s2", &sb), 0);
+    ck_assert(!memcmp(sa.uuid, sb.uuid, 16));
+    inc.pos = 0;   /* the same increment again: its base is no longer the newest */
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &inc, snap, err, sizeof err), -ESTALE);
+    full.pos = 0;
+    ck_assert_int_eq(vpool_receive(pb, "dst", 1, mem_source, &full, snap, err, sizeof err), -EEXIST);
+    vpool_close(pa); vpool_close(pb);
+    tdir_remove(&ta); tdir_remove(&tb);
+    free(A); free(B); free(full.b); free(inc.b); free(bad.b);
+}
+END_TEST
+
+/* Writers race snapshot creates and deletes: every snapshot must hold, per block, a
+ * write no older than the last one acknowledged before the create began and no newer
+ * than the first one started after it returned. */
+#define MT_SLOTS 512        /* 2 MiB: a few AUs, so copies and writes collide a lot */
+#define MT_LOG 200000
+struct mt_blk { uint64_t magic, slot, seq; uint8_t fill[4096 - 32]; uint64_t csum; };
+struct mt_ev { uint32_t slot; uint64_t seq, t0, t1; };
+static _Atomic uint64_t mt_ticket, mt_seq;
+static _Atomic int mt_stop;
+static struct mt_ev *mt_log[2];
+static size_t mt_n[2];
+static nasd_bdev *mt_vol;
+
+static void mt_make(struct mt_blk *b, uint64_t slot, uint64_t seq)
+{
+    b->magic = 0x5441534e5f544d53ull; b->slot = slot; b->seq = seq;
+    memset(b->fill, (int)seq, sizeof b->fill);
+    b->csum = XXH3_64bits(b, 4096 - 8);
+}
+
+static void *mt_writer(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    struct mt_blk *b = aligned_alloc(4096, sizeof *b);
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(t + 3);
+    while (!atomic_load(&mt_stop) && mt_n[t] < MT_LOG) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        uint64_t slot = (x >> 20) % (MT_SLOTS / 2) * 2 + (uint64_t)t;
+        struct mt_ev *e = &mt_log[t][mt_n[t]];
+        e->slot = (uint32_t)slot;
+        e->seq = atomic_fetch_add(&mt_seq, 1) + 1;
+        mt_make(b, slot, e->seq);
+        e->t0 = atomic_fetch_add(&mt_ticket, 1);
+        ck_assert_int_eq(nasd_bdev_write(mt_vol, b, slot * 4096, 4096, (x & 7) == 0 ? NASD_IO_FUA : 0), 0);
+        e->t1 = atomic_fetch_add(&mt_ticket, 1);
+        mt_n[t]++;
+    }
+    free(b);
+    return NULL;
+}
+
+START_TEST(t_snapshots_under_writes)
+{
+    struct tdir t;
+    struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 3, NULL);
+    ck_assert_int_eq(vpool_vol_create(p, "v", MT_SLOTS * 4096ull, 0), 0);
+    mt_vol = open_vol(p, "v", 4096);
+    for (int i = 0; i < 2; i++) { mt_log[i] = malloc(MT_LOG * sizeof **mt_log); mt_n[i] = 0; }
+    atomic_store(&mt_stop, 0);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, mt_writer, (void *)(intptr_t)i);
+    enum { NS = 12 };
+    uint64_t tb[NS], te[NS];
+    bool alive[NS];
+    char nm[32];
+    for (int i = 0; i < NS; i++) {
+        usleep(25000);
+        snprintf(nm, sizeof nm, "m%d", i);
+        tb[i] = atomic_fetch_add(&mt_ticket, 1);
+        ck_assert_int_eq(vpool_snap_create(p, "v", nm), 0);
+        te[i] = atomic_fetch_add(&mt_ticket, 1);
+        alive[i] = true;
+        if (i >= 3 && i % 2) {   /* drop an older one while writes go on */
+            snprintf(nm, sizeof nm, "m%d", i - 2);
+            ck_assert_int_eq(vpool_snap_destroy(p, "v", nm), 0);
+            alive[i - 2] = false;
+        }
+    }
+    atomic_store(&mt_stop, 1);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    ck_assert_int_eq(nasd_bdev_flush(mt_vol), 0);
+    uint8_t *img = malloc(MT_SLOTS * 4096ull);
+    int checked = 0;
+    for (int k = 0; k <= NS; k++) {   /* k == NS: the live volume after everything */
+        if (k < NS && !alive[k]) continue;
+        nasd_bdev *b = mt_vol;
+        if (k < NS) { snprintf(nm, sizeof nm, "m%d", k); b = vpool_snap_open(p, "v", nm, 4096, &(int){0}); }
+        ck_assert_ptr_nonnull(b);
+        ck_assert_int_eq(nasd_bdev_read(b, img, 0, MT_SLOTS * 4096ull), 0);
+        uint64_t lo[MT_SLOTS] = {0}, hi[MT_SLOTS];
+        for (int s = 0; s < MT_SLOTS; s++) hi[s] = UINT64_MAX;
+        uint64_t b0 = k < NS ? tb[k] : UINT64_MAX, e0 = k < NS ? te[k] : UINT64_MAX;
+        for (int w = 0; w < 2; w++)
+            for (size_t j = 0; j < mt_n[w]; j++) {
+                struct mt_ev *e = &mt_log[w][j];
+                if (e->t1 < b0 && e->seq > lo[e->slot]) lo[e->slot] = e->seq;
+                if (e->t0 > e0 && e->seq < hi[e->slot]) hi[e->slot] = e->seq;
+            }
+        for (int s = 0; s < MT_SLOTS; s++) {
+            struct mt_blk *blk = (struct mt_blk *)(img + (size_t)s * 4096);
+            if (is_zero((uint8_t *)blk, 4096)) { ck_assert_msg(lo[s] == 0, "snap %d slot %d: zero, acked %llu", k, s, (unsigned long long)lo[s]); continue; }
+            ck_assert_msg(blk->csum == XXH3_64bits(blk, 4096 - 8) && blk->slot == (uint64_t)s, "snap %d slot %d torn", k, s);
+            ck_assert_msg(blk->seq >= lo[s] && blk->seq < hi[s], "snap %d slot %d: seq %llu outside [%llu, %llu)", k, s,
+                          (unsigned long long)blk->seq, (unsigned long long)lo[s], (unsigned long long)hi[s]);
+        }
+        if (k < NS) nasd_bdev_put(b);
+        checked++;
+    }
+    printf("under writes: %zu + %zu writes, %d snapshots checked\n", mt_n[0], mt_n[1], checked - 1);
+    nasd_bdev_put(mt_vol);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(img); free(mt_log[0]); free(mt_log[1]);
+}
+END_TEST
+
+/* Power loss at member write k of an operation, for every k until it completes. */
+enum op { OP_CREATE, OP_DELETE, OP_ROLLBACK, OP_CLONE };
+
+static void crash_positions(enum op op)
+{
+    uint8_t *A = calloc(1, 8 * MB), *B;
+    int k = 0;
+    for (;; k++) {
+        struct tdir t;
+        const char *const *paths;
+        struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 3, &paths);
+        ck_assert_int_eq(vpool_vol_create(p, "v", 8 * MB, 0), 0);
+        nasd_bdev *b = open_vol(p, "v", 4096);
+        memset(A, 0, 8 * MB);
+        img_write(b, A, 0, 6 * MB, 1);
+        ck_assert_int_eq(nasd_bdev_flush(b), 0);
+        ck_assert_int_eq(vpool_snap_create(p, "v", "s0"), 0);
+        B = malloc(8 * MB); memcpy(B, A, 8 * MB);
+        img_write(b, B, MB, 2 * MB, 2);
+        ck_assert_int_eq(nasd_bdev_flush(b), 0);
+        struct vp_sim *sim = vp_sim_attach(p);
+        vp_sim_kill_after(sim, k);
+        int rc = op == OP_CREATE ? vpool_snap_create(p, "v", "s1") : op == OP_DELETE ? vpool_snap_destroy(p, "v", "s0")
+               : op == OP_CLONE ? vpool_snap_clone(p, "v", "s0", "c") : vpool_snap_rollback(p, "v", "s0");
+        bool died = vp_sim_died(sim);
+        ck_assert_msg(rc == 0 || died, "op %d failed without a crash: %d", op, rc);
+        nasd_bdev_put(b);
+        vpool_close(p);
+        uint64_t undone;
+        vp_sim_rollback(sim, paths, 3, (uint64_t)k * 7 + op, &undone);
+        char err[256];
+        ck_assert_msg(vpool_import(paths, 3, NULL, &p, err, sizeof err) == 0, "k=%d: %s", k, err);
+        struct vpool_snap_info si[4];
+        int n = vpool_snap_list(p, "v", si, 4);
+        bool has_s0 = false, has_s1 = false;
+        for (int i = 0; i < n; i++) { has_s0 |= !strcmp(si[i].name, "s0"); has_s1 |= !strcmp(si[i].name, "s1"); }
+        if (rc == 0 && op == OP_CREATE) ck_assert(has_s1);
+        if (rc == 0 && op == OP_DELETE) ck_assert(!has_s0);
+        if (op == OP_CLONE) {   /* there or not, never half: a clone reads s0 and is writable on its own */
+            int fl = vpool_vol_flags(p, "c");
+            ck_assert(rc != 0 || fl >= 0);
+            if (fl >= 0) {
+                nasd_bdev *cb = open_vol(p, "c", 4096);
+                img_check(cb, A, 8 * MB, "clone after the crash");
+                nasd_bdev_put(cb);
+                ck_assert_int_eq(vpool_snap_destroy(p, "v", "s0"), -EBUSY);
+                ck_assert_int_eq(vpool_vol_destroy(p, "c"), 0);
+            }
+        }
+        if (op != OP_DELETE) ck_assert(has_s0);
+        b = open_vol(p, "v", 4096);
+        uint8_t *cur = malloc(8 * MB);
+        ck_assert_int_eq(nasd_bdev_read(b, cur, 0, 8 * MB), 0);
+        bool is_a = !memcmp(cur, A, 8 * MB), is_b = !memcmp(cur, B, 8 * MB);
+        if (op == OP_ROLLBACK) {
+            ck_assert_msg(rc ? is_a || is_b : is_a, "k=%d: rollback left a mixed volume", k);
+            if (!is_a) {   /* interrupted: a retry completes it */
+                ck_assert_int_eq(vpool_snap_rollback(p, "v", "s0"), 0);
+                img_check(b, A, 8 * MB, "rollback retried");
+            }
+        } else ck_assert_msg(is_b, "k=%d: volume changed", k);
+        free(cur);
+        if (has_s0) check_snap(p, "v", "s0", A, 8 * MB);
+        if (has_s1) check_snap(p, "v", "s1", B, 8 * MB);
+        /* nothing leaked: the volume (6 MiB) plus what snapshots alone hold */
+        uint64_t want = 6 * MB + (has_s0 && (op != OP_ROLLBACK || !is_a) ? 2 * MB : 0);
+        if (op == OP_ROLLBACK) want = 6 * MB;   /* after the (retried) rollback s0 == volume */
+        ck_assert_msg(pool_alloc(p) == want, "k=%d: allocated %llu, want %llu", k,
+                      (unsigned long long)pool_alloc(p), (unsigned long long)want);
+        nasd_bdev_put(b);
+        vpool_close(p);
+        tdir_remove(&t);
+        free(B);
+        if (!died) break;
+    }
+    printf("op %d: crashed at each of %d member writes\n", op, k);
+    ck_assert_int_ge(k, op == OP_ROLLBACK ? 2 : 8);   /* rollback: one journal batch, two copies */
+    free(A);
+}
+
+START_TEST(t_crash_create) { crash_positions(OP_CREATE); }
+END_TEST
+START_TEST(t_crash_delete) { crash_positions(OP_DELETE); }
+END_TEST
+START_TEST(t_crash_rollback) { crash_positions(OP_ROLLBACK); }
+END_TEST
+START_TEST(t_crash_clone) { crash_positions(OP_CLONE); }
+END_TEST
+
+int main(void)
+{
+    nasd_log_level = LOG_ERR;
+    Suite *s = suite_create("vpool_snap");
+    TCase *tc = tcase_create("snap");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, t_cow_clone_rollback);
+    tcase_add_test(tc, t_lz4_and_resilver);
+    tcase_add_test(tc, t_send_receive);
+    tcase_add_test(tc, t_format1_pool);
+    tcase_add_test(tc, t_snapshots_under_writes);
+    tcase_add_test(tc, t_crash_create);
+    tcase_add_test(tc, t_crash_delete);
+    tcase_add_test(tc, t_crash_rollback);
+    tcase_add_test(tc, t_crash_clone);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}

@@ -1,0 +1,94 @@
+/* Minimal HTTP/1.1 client (see http_client.h): numeric or named host, Connection: close,
+ * Content-Length bodies sent with sendfile, response read until the server closes. */
+#define _GNU_SOURCE
+#include "util/http_client.h"
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static int connect_to(const char *host, const char *port, int timeout_s)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res)) return -EHOSTUNREACH;
+    int fd = -1, err = -ECONNREFUSED;
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) { err = -errno; continue; }
+        struct timeval tv = { .tv_sec = timeout_s };
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) { err = -errno; close(fd); fd = -1; }
+    }
+    freeaddrinfo(res);
+    return fd >= 0 ? fd : err;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? -errno : -EPIPE;
+        p += w; n -= (size_t)w;
+    }
+    return 0;
+}
+
+int nasd_http_request(const char *method, const char *url, const char *token, const char *ctype, int body_fd,
+                      uint64_t body_len, char *resp, size_t resp_max, int timeout_s)
+{
+    if (strncmp(url, "http://", 7)) return -EPROTONOSUPPORT;
+    const char *h = url + 7, *path = strchr(h, '/');
+    if (!path) path = h + strlen(h);
+    char host[256], port[16] = "80";
+    size_t hl = (size_t)(path - h);
+    if (!hl || hl >= sizeof host) return -EINVAL;
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    char *colon = host[0] == '[' ? strstr(host, "]:") : strrchr(host, ':');
+    if (colon) {
+        snprintf(port, sizeof port, "%s", colon + (host[0] == '[' ? 2 : 1));
+        *colon = 0;
+    }
+    char *hp = host[0] == '[' ? host + 1 : host;
+    if (hp != host && hp[strlen(hp) - 1] == ']') hp[strlen(hp) - 1] = 0;
+    int fd = connect_to(hp, port, timeout_s);
+    if (fd < 0) return fd;
+    char hdr[2048];
+    int n = snprintf(hdr, sizeof hdr, "%s %s HTTP/1.1\r\nHost: %.*s\r\nConnection: close\r\nContent-Length: %llu\r\n"
+                     "%s%s%s%s%s%s\r\n", method, *path ? path : "/", (int)hl, h, (unsigned long long)(body_fd >= 0 ? body_len : 0),
+                     token && *token ? "Authorization: Bearer " : "", token && *token ? token : "", token && *token ? "\r\n" : "",
+                     ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "");
+    int rc = n < (int)sizeof hdr ? send_all(fd, hdr, (size_t)n) : -E2BIG;
+    for (off_t off = 0; !rc && body_fd >= 0 && (uint64_t)off < body_len;) {
+        ssize_t w = sendfile(fd, body_fd, &off, body_len - (uint64_t)off > (1u << 30) ? 1u << 30 : body_len - (uint64_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) rc = w < 0 ? -errno : -EIO;
+    }
+    size_t got = 0;
+    char *buf = malloc(65536);
+    if (!rc && !buf) rc = -ENOMEM;
+    while (!rc && got < 65535) {
+        ssize_t r = recv(fd, buf + got, 65535 - got, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) { rc = -errno; break; }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    int status = 0;
+    if (!rc) {
+        buf[got] = 0;
+        if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) rc = -EBADMSG;
+        char *body = strstr(buf, "\r\n\r\n");
+        if (resp && resp_max) snprintf(resp, resp_max, "%s", body ? body + 4 : "");
+    }
+    free(buf);
+    return rc ? rc : status;
+}
