@@ -3,12 +3,14 @@
  * with O_DIRECT members (raw files opened O_DIRECT too) where the disk is the limit.
  * The pool adds checksums, parity, journal and its own RAM cache.
  *   vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]
- *               [-T TESTMASK] [-D 0|1|2] [-v] [-P]
+ *               [-T TESTMASK] [-D 0|1|2] [-S 0|1] [-v] [-P]
  * Sequential: 1 MiB requests; random: 4 KiB requests over the working set, THREADS
  * synchronous threads (queue depth = THREADS). Writes end with a flush / fdatasync,
  * included in the timing. "sync write 4K QD1": one thread, every 4 KiB random write
  * durable before the next (pool: FUA; raw: pwrite + fdatasync), mean latency.
- * -D: 0 page cache only, 1 O_DIRECT only, 2 both (default). -v: commit profile. */
+ * -D: 0 page cache only, 1 O_DIRECT only, 2 both (default). -S 1 (default): page cache
+ * rows again with 1 and with 32 snapshots of the filled volume present (every unit
+ * shared, so the first write to each copies it). -v: commit profile. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "storage/pool/vpool_impl.h"   /* vp_debug_prof for -v */
+#include "storage/pool/vpool_snap.h"
 
 #define NM 4
 #define CHUNK (64u << 10)
@@ -32,8 +35,10 @@ static double secs = 3;
 static int nthreads = 8, pool_only;
 static unsigned test_mask = 0x1f;
 static int direct_sets = 2;
+static int snap_rows = 1;   /* -S 0: skip the rows with snapshots present */
 static int verbose;
-static struct vpool *cur_pool;   /* -v: commit profile per test */   /* -T: which of the four tests run (bit i = names[i]) */
+static struct vpool *cur_pool;   /* -v: commit profile per test */
+static int nsnaps;              /* snapshots taken after the fill */   /* -T: which of the four tests run (bit i = names[i]) */
 
 struct target {
     int fds[NM];          /* raw */
@@ -158,6 +163,11 @@ static void run_all(struct result *r)
         if (do_io(1, buf, off, 1 << 20)) { fprintf(stderr, "fill failed\n"); exit(1); }
     do_flush();
     free(buf);
+    for (int i = 0; i < nsnaps; i++) {   /* they all hold the filled data: the first write to a unit copies it */
+        char nm[32];
+        snprintf(nm, sizeof nm, "s%d", i);
+        if (vpool_snap_create(cur_pool, "v", nm)) { fprintf(stderr, "snapshot %s failed\n", nm); exit(1); }
+    }
     memset(r, 0, sizeof *r);
     if (test_mask & 1) r->mbs[0] = run(1, 0, 1 << 20, &r->iops[0]);
     if (test_mask & 2) r->mbs[1] = run(0, 0, 1 << 20, &r->iops[1]);
@@ -176,7 +186,7 @@ static void run_all(struct result *r)
 static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-bench-m%d", dir, i); }
 
 /* One row set: raw files, then a raidz1 pool over the same files. */
-static int run_set(char paths[][600], uint64_t msize, int direct)
+static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, struct result *rawres)
 {
     /* raw striped files */
     struct result raw, pool;
@@ -187,13 +197,18 @@ static int run_set(char paths[][600], uint64_t msize, int direct)
     }
     tg.b = NULL;
     cur_pool = NULL;
-    if (pool_only) memset(&raw, 0, sizeof raw);
+    nsnaps = 0;
+    if (snaps) raw = *rawres;   /* rows with snapshots compare with the raw run of their set */
+    else if (pool_only) memset(&raw, 0, sizeof raw);
     else run_all(&raw);
+    if (!snaps && rawres) *rawres = raw;
     for (int i = 0; i < NM; i++) { close(tg.fds[i]); unlink(paths[i]); }
+    /* snapshots keep the filled data while the tests rewrite it: members twice as large */
+    uint64_t pmsize = snaps ? 2 * msize : msize;
 
     /* raidz1 pool over the same files */
     struct vpool_member_spec ms[NM];
-    for (int i = 0; i < NM; i++) ms[i] = (struct vpool_member_spec){ paths[i], msize };
+    for (int i = 0; i < NM; i++) ms[i] = (struct vpool_member_spec){ paths[i], pmsize };
     struct vpool *p;
     struct vpool_opts o = { .direct = direct };
     char err[256];
@@ -203,7 +218,11 @@ static int run_set(char paths[][600], uint64_t msize, int direct)
     tg.b = vpool_vol_open(p, "v", 4096, &e);
     cur_pool = p;
     if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
+    nsnaps = snaps;
+    unsigned saved_mask = test_mask;
+    if (snaps) test_mask &= 0xf;
     run_all(&pool);
+    nsnaps = 0;
     struct vpool_status st;
     vpool_get_status(p, &st);
     nasd_bdev_put(tg.b);
@@ -212,7 +231,10 @@ static int run_set(char paths[][600], uint64_t msize, int direct)
     vpool_close(p);
     for (int i = 0; i < NM; i++) unlink(paths[i]);
 
-    printf("%s:\n", direct ? "O_DIRECT members (no page cache)" : "page cache");
+    if (snaps) printf("%s, %d snapshot%s of the filled volume present (members %llu MiB):\n",
+                      direct ? "O_DIRECT members" : "page cache", snaps, snaps > 1 ? "s" : "",
+                      (unsigned long long)(pmsize >> 20));
+    else printf("%s:\n", direct ? "O_DIRECT members (no page cache)" : "page cache");
     printf("%-18s %12s %12s %12s %12s %7s\n", "test", "raw MB/s", "raw IOPS", "raidz1 MB/s", "raidz1 IOPS", "ratio");
     for (int i = 0; i < NTESTS; i++) {
         if (!(test_mask & (1u << i))) continue;
@@ -225,13 +247,14 @@ static int run_set(char paths[][600], uint64_t msize, int direct)
     }
     printf("pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(st.state),
            (unsigned long long)st.repaired, (unsigned long long)st.unrepairable);
+    test_mask = saved_mask;
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     int c;
-    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:")) != -1) {
+    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
@@ -241,6 +264,7 @@ int main(int argc, char **argv)
         case 'P': pool_only = 1; break;   /* skip the raw run (profiling) */
         case 'v': verbose = 1; break;
         case 'D': direct_sets = atoi(optarg); break;
+        case 'S': snap_rows = atoi(optarg); break;
         case 'T': test_mask = (unsigned)strtoul(optarg, NULL, 0); break;
         default:
             fprintf(stderr, "usage: vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]\n");
@@ -258,7 +282,11 @@ int main(int argc, char **argv)
            (unsigned long long)member_mb, dir, (unsigned long long)workset_mb, nthreads, secs);
 
     int rc = 0;
-    if (direct_sets != 1) rc |= run_set(paths, msize, 0);
-    if (direct_sets >= 1) rc |= run_set(paths, msize, 1);
+    struct result raw;
+    if (direct_sets != 1) {
+        rc |= run_set(paths, msize, 0, 0, &raw);
+        if (snap_rows) { rc |= run_set(paths, msize, 0, 1, &raw); rc |= run_set(paths, msize, 0, 32, &raw); }
+    }
+    if (direct_sets >= 1) rc |= run_set(paths, msize, 1, 0, &raw);
     return rc;
 }
