@@ -203,6 +203,7 @@ void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf)
         if (e->busy) { e->data = nb; e->busy = false; } else free(nb);
     }
     memcpy(e->data, buf, VP_SECTOR);
+    if (key < c->nkeys) atomic_store_explicit(&c->present[key], 1, memory_order_release);   /* may have been hidden */
     atomic_fetch_add_explicit(&c->epoch, 1, memory_order_relaxed);
     e->dgen = ++s->dgen;
     if (!e->dirty) {
@@ -268,13 +269,13 @@ void vc_release(struct vp_cache *c, const struct vp_wsect *w, size_t n, bool com
         } else {
             e->busy = false;
             if (committed && e->dirty && e->dgen == w[i].dgen) {
-                if (!keep) vc_remove(c, s, pp);   /* vc_remove fixes the dirty count */
-                else {
-                    e->dirty = false;
-                    atomic_fetch_sub(&c->ndirty, 1);
-                    l_del(e);
-                    l_push(&s->lru, e);
-                }
+                e->dirty = false;
+                atomic_fetch_sub(&c->ndirty, 1);
+                l_del(e);
+                l_push(&s->lru, e);
+                /* !keep: hidden from lookups (the page cache has it), but kept for reuse
+                 * by the next write instead of freed and allocated again */
+                if (!keep && e->key < c->nkeys) atomic_store_explicit(&c->present[e->key], 0, memory_order_release);
             }
         }
         pthread_mutex_unlock(&s->mu);
