@@ -33,9 +33,12 @@ all: $(B)/nasd $(TOOL_BINS) $(BENCH_BINS)
 DEPS ?= scripts/deps.sh
 deps:
 	@$(DEPS)
+	@$(DEPS) $(CEPH_PKGS) || echo "deps: no ceph packages: ceph pools are not built and their tests skip"
 
 build: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+# other builds that make test runs (mk/asan.mk) also wait for the packages
+asan: deps
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

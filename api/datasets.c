@@ -49,6 +49,7 @@ static json_t *decorate(struct appliance *a, json_t *row)
         if (quota) avail = (uint64_t)used >= quota ? 0 : avail < quota - (uint64_t)used ? avail : quota - (uint64_t)used;
         json_object_set_new(row, "available", json_integer((json_int_t)avail));
     }
+    /* what quota counts: blocks allocated to files, like du (not sparse files' sizes) */
     json_object_set_new(row, "used", json_integer(f ? atomic_load(&f->used) : 0));
     /* pool space mapped for it, filesystem metadata and journal included; lz4 saves
      * below this, as holes in the member disks */

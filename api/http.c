@@ -41,14 +41,14 @@ struct req {
 static http_text_fn metrics_fn;
 void http_set_metrics(http_text_fn fn) { metrics_fn = fn; }
 
-/* On every response. Styles may be inline (the UI sets style attributes) and images data:
- * URLs (its empty favicon), scripts only from here. */
+/* On every response. Images may be data: URLs (the UI's empty favicon); scripts and
+ * styles only from here (the UI sets styles through CSSOM, which CSP allows). */
 static void common_headers(struct MHD_Response *resp)
 {
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
     MHD_add_response_header(resp, "Content-Security-Policy",
-                            "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; "
+                            "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "
                             "base-uri 'none'; form-action 'self'");
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
 }
@@ -277,6 +277,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             if ((rq->fd = open(h->app->cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
                 rq->fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
             if (rq->fd < 0) return MHD_NO;
+            /* a stream may take minutes: no body deadline, only the idle timeout (a byte every 30 s) */
+            http_guard_body_done(conn);
         }
         return MHD_YES;
     }

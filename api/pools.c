@@ -1,5 +1,6 @@
 /* /api/v1/pools */
 #include "api/api.h"
+#include "api/api_ceph.h"
 #include "api/validate.h"
 #include "storage/manager/member_probe.h"
 #include "util/log.h"
@@ -19,6 +20,7 @@ static json_t *pool_json(struct appliance *a, json_t *row)
     } else {
         json_object_set_new(row, "state", json_string("UNAVAILABLE"));
     }
+    api_ceph_pool_json(&a->db, id, row);
     json_object_set_new(row, "datasets", json_integer(db_int(&a->db, 0, "SELECT count(*) FROM datasets WHERE pool_id=?", "i", id)));
     json_object_set_new(row, "volumes", json_integer(db_int(&a->db, 0, "SELECT count(*) FROM volumes WHERE pool_id=?", "i", id)));
     return row;
@@ -93,7 +95,8 @@ static int parse_members(json_t *arr, struct storage_member *m, int max, struct 
 /* Record a pool the storage manager now holds: its row, its members in label order,
  * and the volumes and datasets its engine already has (an imported pool brings them). One
  * transaction; 0 or the SQLite error. */
-static int record_pool(struct appliance *a, const char *name, const char *layout, const char *comment, int64_t *id)
+static int record_pool(struct appliance *a, const char *name, const char *layout, const char *comment,
+                       const struct ceph_conf *cc, int64_t *id)
 {
     json_t *st = storage_pool_status(a->storage, name), *vols = storage_pool_volumes(a->storage, name), *v;
     json_t *dss = storage_pool_datasets(a->storage, name);
@@ -101,6 +104,7 @@ static int record_pool(struct appliance *a, const char *name, const char *layout
     db_begin(&a->db);
     int rc = db_exec(&a->db, id, "INSERT INTO pools(name, layout, comment, created) VALUES(?,?,?,?)", "sssi", name,
                      layout, comment, (int64_t)time(NULL));
+    if (!rc && cc) rc = api_ceph_conf_save(&a->db, *id, cc);
     json_array_foreach(json_object_get(st, "members"), i, v) {
         if (!rc) rc = db_exec(&a->db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(?,?,?,?)", "iisi",
                               *id, (int64_t)i, json_string_value(json_object_get(v, "path")),
@@ -123,6 +127,44 @@ static int record_pool(struct appliance *a, const char *name, const char *layout
     if (rc) db_rollback(&a->db);
     else db_commit(&a->db);
     return rc;
+}
+
+/* POST /pools {"name","backend":"ceph","ceph":{...}} or POST /pools/{name}/import with
+ * the same: attach a pool on a Ceph cluster; import also records the volumes and
+ * datasets other gateways made there. */
+static void ceph_pool_attach(struct appliance *a, const char *name, json_t *body, const char *comment, int import,
+                             struct api_reply *r)
+{
+    struct ceph_conf cc;
+    char err[512];
+    if (api_ceph_conf_parse(json_object_get(body, "ceph"), &cc, r)) return;
+    if (json_object_get(body, "members") || (json_object_get(body, "layout") &&
+        strcmp(json_string_value(json_object_get(body, "layout")) ?: "", "ceph"))) {
+        api_error(r, 400, "invalid_field", "a ceph pool has no layout or members (the cluster places the data)");
+        return;
+    }
+    if (db_int(&a->db, -1, "SELECT id FROM pools WHERE name=?", "s", name) >= 0) {
+        api_error(r, 409, "exists", "pool \"%s\" exists", name);
+        return;
+    }
+    int rc = storage_ceph_pool_add(a->storage, name, &cc, 1, err, sizeof err);
+    if (rc) { api_errno(r, rc == -EEXIST || rc == -EINVAL ? rc : -ENOTCONN, err); return; }
+    json_t *vols = import ? NULL : storage_pool_volumes(a->storage, name);
+    if (vols && json_array_size(vols)) {
+        api_error(r, 409, "in_use", "RADOS pool %s already holds nasd volumes; use POST /pools/%s/import", cc.pool, name);
+        json_decref(vols);
+        storage_pool_destroy(a->storage, name, err, sizeof err);
+        return;
+    }
+    json_decref(vols);
+    int64_t id;
+    if (record_pool(a, name, "ceph", comment, &cc, &id)) {
+        api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
+        storage_pool_destroy(a->storage, name, err, sizeof err);
+        return;
+    }
+    log_info("pool %s %s (ceph pool %s)", name, import ? "imported" : "created", cc.pool);
+    api_ok(r, 201, get_by_id(a, id));
 }
 
 /* Refuses (409, with what was found) to overwrite existing content on the given paths
@@ -164,16 +206,54 @@ static int check_existing(struct appliance *a, const char *const *paths, int n, 
     return -1;
 }
 
+/* POST /pools/{name}/sync (ceph pools): records the volumes and datasets other gateways
+ * created in the cluster since this one imported the pool, and volume sizes changed there
+ * (never removes anything). Replies {"added": [{kind, name}]}. */
+static void ceph_pool_sync(struct appliance *a, int64_t id, const char *name, struct api_call *c, struct api_reply *r)
+{
+    if (strcmp(c->method, "POST")) { api_error(r, 405, "method_not_allowed", "use POST"); return; }
+    struct ceph_conf cc;
+    if (appliance_ceph_conf(&a->db, id, &cc)) { api_error(r, 400, "invalid", "pool %s is not a ceph pool", name); return; }
+    json_t *added = json_array();
+    for (int ds = 0; ds < 2; ds++) {
+        json_t *list = ds ? storage_pool_datasets(a->storage, name) : storage_pool_volumes(a->storage, name), *v;
+        if (!list) { json_decref(added); api_error(r, 503, "service_unavailable", "pool %s: the cluster does not answer", name); return; }
+        size_t i;
+        json_array_foreach(list, i, v) {
+            const char *n = json_string_value(json_object_get(v, "name"));
+            int64_t have = db_int(&a->db, -1, ds ? "SELECT id FROM datasets WHERE pool_id=? AND name=?"
+                                                 : "SELECT id FROM volumes WHERE pool_id=? AND name=?", "is", id, n);
+            if (have >= 0) {   /* grown through another gateway */
+                if (!ds) db_exec(&a->db, NULL, "UPDATE volumes SET size=? WHERE id=?", "ii",
+                                 (int64_t)json_integer_value(json_object_get(v, "size")), have);
+                continue;
+            }
+            int rc = ds ? db_exec(&a->db, NULL, "INSERT INTO datasets(pool_id, name, quota, compression, comment, created) "
+                                  "VALUES(?,?,0,'off','',?)", "isi", id, n, (int64_t)time(NULL))
+                        : db_exec(&a->db, NULL, "INSERT INTO volumes(pool_id, name, size, compression, created) "
+                                  "VALUES(?,?,?,'off',?)", "isii", id, n,
+                                  (int64_t)json_integer_value(json_object_get(v, "size")), (int64_t)time(NULL));
+            if (!rc) json_array_append_new(added, json_pack("{s:s, s:s}", "kind", ds ? "dataset" : "volume", "name", n));
+        }
+        json_decref(list);
+    }
+    log_info("pool %s: %zu objects from the cluster record added", name, json_array_size(added));
+    api_ok(r, 200, json_pack("{s:o}", "added", added));
+}
+
 void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
 {
-    static const char *const allowed[] = { "name", "layout", "members", "comment", "force", NULL };
+    static const char *const allowed[] = { "name", "layout", "members", "comment", "force", "backend", "ceph", NULL };
     struct api_call c = { .app = a, .body = body };
-    const char *name = NULL, *layout = "stripe", *comment = "";
+    const char *name = NULL, *layout = "stripe", *comment = "", *backend = "local";
     int force = 0;
     if (api_body_object(&c, r, allowed) || api_get_name(&c, r, "name", 1, &name) ||
         api_get_str(&c, r, "layout", 0, &layout) || api_get_str(&c, r, "comment", 0, &comment) ||
-        api_get_bool(&c, r, "force", &force))
+        api_get_bool(&c, r, "force", &force) || api_get_str(&c, r, "backend", 0, &backend))
         return;
+    if (!strcmp(backend, "ceph")) { ceph_pool_attach(a, name, body, comment, 0, r); return; }
+    if (strcmp(backend, "local")) { api_error(r, 400, "invalid_field", "backend must be \"local\" or \"ceph\""); return; }
+    if (json_object_get(body, "ceph")) { api_error(r, 400, "invalid_field", "\"ceph\" needs \"backend\":\"ceph\""); return; }
     if (strcmp(layout, "stripe") && strcmp(layout, "mirror") && strcmp(layout, "raidz1")) {
         api_error(r, 400, "invalid_field", "layout must be stripe, mirror or raidz1");
         return;
@@ -200,7 +280,7 @@ void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
     int rc = storage_pool_create(a->storage, name, layout, m, n, err, sizeof err);
     if (rc) { api_errno(r, rc, err); return; }
     int64_t id;
-    if (record_pool(a, name, layout, comment, &id)) {
+    if (record_pool(a, name, layout, comment, NULL, &id)) {
         api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
         storage_pool_destroy(a->storage, name, err, sizeof err);
         return;
@@ -248,15 +328,16 @@ static void del(struct api_call *c, struct api_reply *r)
 /* POST /pools/{name}/import {"members":["/path",...]}: adopt a pool from its disks. */
 static void import_pool(struct api_call *c, struct api_reply *r)
 {
-    static const char *const allowed[] = { "members", "comment", "force", NULL };
-    const char *comment = "";
+    static const char *const allowed[] = { "members", "comment", "force", "backend", "ceph", NULL };
+    const char *comment = "", *backend = "local";
     int force = 0;
     char err[512];
     if (valid_name(c->key, err, sizeof err)) { api_error(r, 400, "invalid_field", "name: %s", err); return; }
     if (api_body_object(c, r, allowed) || api_get_str(c, r, "comment", 0, &comment) ||
-        api_get_bool(c, r, "force", &force))
+        api_get_bool(c, r, "force", &force) || api_get_str(c, r, "backend", 0, &backend))
         return;
     struct appliance *a = c->app;
+    if (!strcmp(backend, "ceph")) { ceph_pool_attach(a, c->key, c->body, comment, 1, r); return; }
     struct storage_member m[16];
     int n = parse_members(json_object_get(c->body, "members"), m, 16, r);
     if (n < 0) return;
@@ -275,7 +356,7 @@ static void import_pool(struct api_call *c, struct api_reply *r)
     int rc = storage_pool_import_force(a->storage, c->key, paths, n, force, &layout, err, sizeof err);
     if (rc) { api_errno(r, rc == -ENOENT || rc == -EBUSY ? rc : -EINVAL, err); return; }
     int64_t id;
-    if (record_pool(a, c->key, layout, comment, &id)) {
+    if (record_pool(a, c->key, layout, comment, NULL, &id)) {
         api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
         return;
     }
@@ -297,6 +378,7 @@ static void action(struct api_call *c, struct api_reply *r)
     snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
     json_decref(row);
     int rc;
+    if (!strcmp(c->action, "sync")) { ceph_pool_sync(a, id, name, c, r); return; }
     if (!strcmp(c->action, "scrub")) {
         if (!strcmp(c->method, "GET")) {
             json_t *st = storage_pool_status(a->storage, name);
@@ -320,7 +402,7 @@ static void action(struct api_call *c, struct api_reply *r)
         return;
     }
     if (strcmp(c->action, "offline") && strcmp(c->action, "online") && strcmp(c->action, "replace")) {
-        api_error(r, 404, "not_found", "no pool action \"%s\" (scrub, clear, offline, online, replace, import)", c->action);
+        api_error(r, 404, "not_found", "no pool action \"%s\" (scrub, clear, offline, online, replace, import, sync)", c->action);
         return;
     }
     if (strcmp(c->method, "POST")) { api_error(r, 405, "method_not_allowed", "use POST"); return; }

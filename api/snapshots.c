@@ -259,6 +259,9 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
     }
     const char *fq = c->query ? c->query(c->conn, "force") : NULL;
     int force = fq && (!strcmp(fq, "1") || !strcmp(fq, "true"));
+    /* a pool volume without a row here is what an interrupted receive left (an import adds
+     * rows for all others): replace it (the engine still refuses one with snapshots) */
+    if (t->id < 0) force = 1;
     if (t->id >= 0 && exports_of(a, t, NULL)) {
         api_error(r, 409, "in_use", "%s/%s is exported; a replica must not be", t->pool, t->name);
         return;

@@ -11,6 +11,9 @@
 # under NFS_BENCH_DIR instead (then NFS_BENCH_PAUSE, default 35 s, separates the runs).
 # A third run serves a dataset on nasd's pool engine (ext2 in a pool volume on a 4 GiB
 # sparse member file, what the daemon's datasets are) to show what the engine costs.
+# NFS_BENCH_SERVERS (default "dir engine ganesha") picks the runs. Ganesha runs under
+# flock /tmp/nasd-ref-servers.lock (one reference server on the machine at a time) and is
+# stopped before the lock is released.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/integration/lib.sh   # free_port
@@ -93,34 +96,51 @@ X
     for _ in $(seq 100); do ss -ltn | grep -q ':20048 ' && ss -ltn | grep -q ':2049 ' && break; sleep 0.2; done
     sleep 1
     "$BENCH" --server 127.0.0.1 --export "$WORK/groot" --nfsport 2049 --mountport 20048 --label ganesha "$@" | tee "$WORK/g.res"
+    kill "$(cat "$WORK/g.pid")" 2>/dev/null
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    rm -f "$WORK/g.pid"
+    PIDS=()
 }
 
-echo "== nasd NFS service"
-start=$(date +%s)
-run_ours "$@" || exit 1
-echo "   (took $(( $(date +%s) - start )) s)"
-if [ "$PAUSE" -gt 0 ]; then
-    echo "   (pausing ${PAUSE}s so both servers start from the same allocator state)"
-    sleep "$PAUSE"
-fi
-echo "== nasd NFS service on a pool-engine dataset"
-start=$(date +%s)
-run_engine "$@"
-echo "   (took $(( $(date +%s) - start )) s)"
-echo "== nfs-ganesha"
-start=$(date +%s)
-run_ganesha "$@"
-echo "   (took $(( $(date +%s) - start )) s)"
-
-echo "== comparison (nasd on ext4 / ganesha on ext4; nasd on its engine / ganesha on ext4)"
-for m in create_ops_s remove_ops_s write_1m_qd8_mb_s randread_4k_qd32_ops_s; do
-    a=$(awk -v m="$m" '$3 ~ "^"m {print $4}' "$WORK/ours.res" 2>/dev/null)
-    b=$(awk -v m="$m" '$3 ~ "^"m {print $4}' "$WORK/g.res" 2>/dev/null)
-    e=$(awk -v m="$m" '$3 ~ "^"m {print $4}' "$WORK/engine.res" 2>/dev/null)
-    if [ -n "$a" ] && [ -n "$b" ] && [ -n "$e" ] && [ "$b" != 0 ]; then
-        printf '%-26s nasd %10s   ganesha %10s   ratio %.2fx   engine %10s   ratio %.2fx\n' "$m" "$a" "$b" \
-            "$(echo "$a / $b" | bc -l)" "$e" "$(echo "$e / $b" | bc -l)"
-    else
-        printf '%-26s nasd %10s   ganesha %10s   engine %10s\n' "$m" "${a:-n/a}" "${b:-n/a}" "${e:-n/a}"
+SERVERS=${NFS_BENCH_SERVERS:-dir engine ganesha}
+if [[ " $SERVERS " == *" dir "* ]]; then
+    echo "== nasd NFS service"
+    start=$(date +%s)
+    run_ours "$@" || exit 1
+    echo "   (took $(( $(date +%s) - start )) s)"
+    if [ "$PAUSE" -gt 0 ]; then
+        echo "   (pausing ${PAUSE}s so both servers start from the same allocator state)"
+        sleep "$PAUSE"
     fi
+fi
+if [[ " $SERVERS " == *" engine "* ]]; then
+    echo "== nasd NFS service on a pool-engine dataset"
+    start=$(date +%s)
+    run_engine "$@"
+    echo "   (took $(( $(date +%s) - start )) s)"
+fi
+if [[ " $SERVERS " == *" ganesha "* ]]; then
+    echo "== nfs-ganesha (waiting for /tmp/nasd-ref-servers.lock)"
+    exec 9> /tmp/nasd-ref-servers.lock
+    flock 9
+    start=$(date +%s)
+    run_ganesha "$@"
+    echo "   (took $(( $(date +%s) - start )) s)"
+    flock -u 9
+fi
+
+# value of metric $1 in result file $2
+val() { awk -v m="$1" '$3 == m {print $4}' "$2" 2>/dev/null; }
+# ratio $1/$2 or n/a
+ratio() { if [ -n "$1" ] && [ -n "$2" ] && [ "$2" != 0 ]; then printf '%.2fx' "$(echo "$1 / $2" | bc -l)"; else echo n/a; fi; }
+
+echo "== comparison, ratio = how many times better than ganesha (throughput: nasd/ganesha;"
+echo "   latency in us: ganesha/nasd), nasd on ext4 (dir) and on its pool engine"
+printf '%-26s %10s %10s %8s %10s %8s\n' metric ganesha nasd-dir ratio engine ratio
+metrics=$(awk '$1 == "RESULT" {print $3}' "$WORK"/*.res 2>/dev/null | awk '!seen[$0]++')
+for m in $metrics; do
+    g=$(val "$m" "$WORK/g.res"); a=$(val "$m" "$WORK/ours.res"); e=$(val "$m" "$WORK/engine.res")
+    if [[ "$m" == *_us ]]; then ra=$(ratio "$g" "$a"); re=$(ratio "$g" "$e")
+    else ra=$(ratio "$a" "$g"); re=$(ratio "$e" "$g"); fi
+    printf '%-26s %10s %10s %8s %10s %8s\n' "$m" "${g:-n/a}" "${a:-n/a}" "$ra" "${e:-n/a}" "$re"
 done

@@ -67,6 +67,18 @@ static const char *migrations[] = {
     "  target_name TEXT NOT NULL, interval_s INTEGER NOT NULL, keep INTEGER NOT NULL DEFAULT 2,"
     "  enabled INTEGER NOT NULL DEFAULT 1, last_run INTEGER NOT NULL DEFAULT 0, last_snapshot TEXT,"
     "  last_error TEXT, created INTEGER NOT NULL);",
+    /* 4: pools on a Ceph cluster (layout 'ceph'; SQLite cannot change a CHECK in place, so
+     * the pools table is rebuilt, with foreign keys off around the migrations) and their
+     * connection settings; secret is the cephx key, never returned by the API */
+    "CREATE TABLE pools_new(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+    "  layout TEXT NOT NULL CHECK(layout IN ('stripe','mirror','raidz1','ceph')),"
+    "  comment TEXT NOT NULL DEFAULT '', created INTEGER NOT NULL);"
+    "INSERT INTO pools_new(id, name, layout, comment, created) SELECT id, name, layout, comment, created FROM pools;"
+    "DROP TABLE pools;"
+    "ALTER TABLE pools_new RENAME TO pools;"
+    "CREATE TABLE ceph_pools(pool_id INTEGER PRIMARY KEY REFERENCES pools(id) ON DELETE CASCADE,"
+    "  monitors TEXT NOT NULL DEFAULT '', conf TEXT NOT NULL DEFAULT '', rados_pool TEXT NOT NULL,"
+    "  user TEXT NOT NULL DEFAULT 'admin', keyring TEXT NOT NULL DEFAULT '', secret TEXT NOT NULL DEFAULT '');",
 };
 
 int db_latest_schema_version(void) { return (int)(sizeof migrations / sizeof *migrations); }
@@ -83,9 +95,14 @@ int db_migrate(nasd_db *db, char *err, size_t errlen)
                  db_latest_schema_version());
         return -1;
     }
+    /* a migration may rebuild a referenced table (the SQLite procedure for changing
+     * constraints): references are checked before each commit instead */
+    sqlite3_exec(db->h, "PRAGMA foreign_keys=OFF", NULL, NULL, NULL);
     for (; v < db_latest_schema_version(); v++) {
         if (sqlite3_exec(db->h, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK) goto fail;
-        if (sqlite3_exec(db->h, migrations[v], NULL, NULL, &msg) != SQLITE_OK) {
+        if (sqlite3_exec(db->h, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
+            db_int(db, 0, "SELECT count(*) FROM pragma_foreign_key_check", "") != 0) {
+            if (!msg) msg = sqlite3_mprintf("foreign key check failed");
             sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
             goto fail;
         }
@@ -94,8 +111,10 @@ int db_migrate(nasd_db *db, char *err, size_t errlen)
         if (sqlite3_exec(db->h, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) goto fail;
         log_info("db: migrated schema to version %d", v + 1);
     }
+    sqlite3_exec(db->h, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
     return 0;
 fail:
+    sqlite3_exec(db->h, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
     snprintf(err, errlen, "migration failed: %s", msg ? msg : sqlite3_errmsg(db->h));
     sqlite3_free(msg);
     return -1;

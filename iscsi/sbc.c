@@ -147,7 +147,7 @@ int scsi_prepare(struct scsi_cmd *c)
             if (!xfer_ok(c, bytes, op == 0x08 ? 4 : 7)) return 1;
             c->dir = DIR_IN; c->kind = NASD_OP_READ;
             c->din_full = (uint32_t)bytes;
-            c->slow = bytes > INLINE_MAX_BYTES;
+            c->slow = bytes > INLINE_MAX_BYTES || c->lu->bdev->remote;
             return 0;
         case 0x0a: case 0x2a: case 0xaa: case 0x8a:          /* WRITE */
         case 0x2e: case 0xae: case 0x8e:                     /* WRITE AND VERIFY */
@@ -157,7 +157,7 @@ int scsi_prepare(struct scsi_cmd *c)
             c->fua = op != 0x0a && (cdb[1] & 0x08);
             c->dir = DIR_OUT; c->kind = NASD_OP_WRITE;
             c->dout_need = (uint32_t)bytes;
-            c->slow = c->fua || bytes > INLINE_MAX_BYTES;
+            c->slow = c->fua || bytes > INLINE_MAX_BYTES || c->lu->bdev->remote;
             return 0;
         case 0x2f: case 0xaf: case 0x8f: {                   /* VERIFY */
             if (prot) { invalid_cdb(c, 1, 7); return 1; }
@@ -171,7 +171,7 @@ int scsi_prepare(struct scsi_cmd *c)
                 c->dout_rule = DOUT_WHOLE;
                 c->len_field = op == 0x2f ? 7 : op == 0xaf ? 6 : 10;
             }
-            c->slow = bytes > INLINE_MAX_BYTES;
+            c->slow = bytes > INLINE_MAX_BYTES || c->lu->bdev->remote;
             return 0;
         }
         case 0x34: case 0x90:                                /* PRE-FETCH */
@@ -323,6 +323,16 @@ static void do_compare_and_write(struct scsi_cmd *c)
     uint32_t len = c->nblocks * bs;
     if (!len) return;
     if (!c->dout || c->dout_len < 2 * len) { scsi_set_sense(c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH); return; }
+    if (c->lu->bdev->ops->compare_and_write) {  /* atomic in the backend (shared by gateways) */
+        uint64_t mis = 0;
+        int r = c->lu->bdev->ops->compare_and_write(c->lu->bdev, c->dout, c->dout + len, c->lba * bs, len, &mis);
+        if (r != -EOPNOTSUPP) {
+            if (r == -EILSEQ) miscompare(c, (uint32_t)mis);
+            else if (r) io_error(c, r, true);
+            else c->io_bytes = len;
+            return;
+        }
+    }
     uint8_t *buf = malloc(len);
     if (!buf) { scsi_set_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); return; }
     pthread_mutex_lock(&c->lu->lock);       /* atomic against other COMPARE AND WRITEs */
@@ -378,6 +388,13 @@ static void do_write_same(struct scsi_cmd *c)
         int r = nasd_bdev_unmap(b, off, len);
         if (r == 0) return;
         if (r != -EOPNOTSUPP) { io_error(c, r, true); return; }
+    }
+    if (b->ops->write_same) {
+        static const uint8_t zeros[4096];
+        int r = b->ops->write_same(b, ndob ? zeros : c->dout, bs, off, len);
+        if (r) io_error(c, r, true);
+        else c->io_bytes = len;
+        return;
     }
     uint32_t chunk_blocks = (1u << 20) / bs;
     if (chunk_blocks > c->nblocks) chunk_blocks = c->nblocks;

@@ -73,7 +73,6 @@ struct nfs_server {
     int listen_fd[3];        /* nfs, mount, portmap (-1 if none) */
     int port[3];
     int epfd, stop_fd;
-    pthread_t net_thread;
     pthread_t *workers;
     int nworkers;
     pthread_mutex_t qlock;
@@ -81,6 +80,8 @@ struct nfs_server {
     struct nfs_req *qhead, *qtail;
     int qidle;               /* workers waiting on qcond */
     int stopping;
+    int leading;             /* a worker runs the network loop (net_lead in server.c) */
+    int net_failed;          /* epoll failed: nobody leads again */
     pthread_mutex_t mnt_lock;
     struct nfs_mount_entry **mnt_buckets; /* NULL until the first MNT */
     struct nfs_mount_entry mnt_list;       /* sentinel: next is the oldest */
@@ -123,9 +124,12 @@ struct nfs_req {
     uint64_t t_arrive;
 };
 
+#define NFS_NET_BUF (256 * 1024)
 struct nfs_worker {
     struct nfs_server *srv;
     uint8_t *rbuf;           /* 4 bytes record mark + reply */
+    uint8_t *netbuf;         /* socket reads while this worker leads the network loop */
+    unsigned nreq;           /* calls handled (CPU time sampling) */
     int creds_valid;
     uint32_t fsuid, fsgid, ngroups;
     uint32_t groups[RPC_MAX_GIDS + 1];

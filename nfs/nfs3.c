@@ -200,12 +200,6 @@ pthread_mutex_t *nfs3_size_lock(struct nfs_export *e, ino_t ino)
     return &e->size_locks[ino % 64];
 }
 
-int nfs3_charge_resize(struct nfs_export *e, uint64_t old_size, uint64_t new_size)
-{
-    int64_t delta = nasd_fsroot_usage_of(new_size) - nasd_fsroot_usage_of(old_size);
-    if (!delta) return 0;
-    return nasd_fsroot_charge(e->fs, delta);
-}
 
 static uint32_t apply_size(struct nfs_ctx *c, int fd, int is_path, struct nfs_obj *obj,
                            const struct stat *st, uint64_t size)
@@ -223,15 +217,15 @@ static uint32_t apply_size(struct nfs_ctx *c, int fd, int is_path, struct nfs_ob
     struct nasd_fsroot *fs = c->exp->fs;
     pthread_mutex_t *lk = nfs3_size_lock(c->exp, st->st_ino);
     pthread_mutex_lock(lk);
-    struct stat cur;
+    struct stat cur, post;
     uint32_t r = NFS3_OK;
     int e;
+    /* quota counts allocated blocks: growing leaves a hole (nothing to reserve) and
+     * shrinking frees what it frees */
     if ((e = nfs_vfs_fstat(fs, iofd, &cur)) < 0) r = nfs3_errno(e);
-    else if (nfs3_charge_resize(c->exp, (uint64_t)cur.st_size, size)) r = NFS3ERR_DQUOT;
-    else if ((e = fs->vfs->truncate(fs, iofd, size)) < 0) {
-        r = nfs3_errno(e);
-        nfs3_charge_resize(c->exp, size, (uint64_t)cur.st_size);
-    }
+    else if ((e = fs->vfs->truncate(fs, iofd, size)) < 0) r = nfs3_errno(e);
+    else if (nfs_vfs_fstat(fs, iofd, &post) == 0)
+        nasd_fsroot_charge_force(fs, nasd_fsroot_usage_st(&post) - nasd_fsroot_usage_st(&cur));
     pthread_mutex_unlock(lk);
     return r;
 }

@@ -60,7 +60,6 @@ void nfs3_put_post_op_fh(struct nfs_ctx *c, const struct nasd_fh *k); /* NULL: a
 uint32_t nfs3_apply_sattr(struct nfs_ctx *c, int fd, int is_path, struct nfs_obj *obj,
                           const struct stat *st, const struct nfs3_sattr *sa);
 /* Charges the quota difference between two file sizes; 0 or -EDQUOT. */
-int nfs3_charge_resize(struct nfs_export *e, uint64_t old_size, uint64_t new_size);
 pthread_mutex_t *nfs3_size_lock(struct nfs_export *e, ino_t ino);
 
 /* Procedures (nfs3_file.c, nfs3_dir.c, nfs3_readdir.c). Return -1 for GARBAGE_ARGS

@@ -302,7 +302,7 @@ static int remove_common(struct nfs_ctx *c, int rmdir)
     if (rmdir && !S_ISDIR(vst.st_mode)) { fail_wcc(c, NFS3ERR_NOTDIR, &d); return 0; }
     e = fs->vfs->unlinkat(fs, d.o->fd, op.name, rmdir ? AT_REMOVEDIR : 0);
     if (e < 0) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
-    if (S_ISREG(vst.st_mode)) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)vst.st_size));
+    if (vst.st_nlink <= 1) nasd_fsroot_charge_force(c->exp->fs, -nasd_fsroot_usage_st(&vst));   /* last link */
     if (vst.st_nlink <= 1 || rmdir) nfs_obj_evict_ino(c->exp, vst.st_ino);
     fail_wcc(c, NFS3_OK, &d);
     return 0;
@@ -335,7 +335,7 @@ int nfs3_rename(struct nfs_ctx *c)
     }
     if (!st && (e = fs->vfs->renameat(fs, fd_.o->fd, from.name, td.o->fd, to.name)) < 0) st = nfs3_errno(e);
     if (!st && have_t && (tst.st_ino != sst.st_ino || tst.st_dev != sst.st_dev)) {
-        if (S_ISREG(tst.st_mode)) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)tst.st_size));
+        if (tst.st_nlink <= 1) nasd_fsroot_charge_force(c->exp->fs, -nasd_fsroot_usage_st(&tst));
         if (tst.st_nlink <= 1 || S_ISDIR(tst.st_mode)) nfs_obj_evict_ino(c->exp, tst.st_ino);
     }
     struct stat fpost, tpost;
@@ -362,18 +362,13 @@ int nfs3_link(struct nfs_ctx *c)
     if (!st) st = resolve_dir(c, &to.fh, &d);
     if (!st) st = check_new_name(c, to.name);
     if (!st && S_ISDIR(f.st.st_mode)) st = NFS3ERR_ISDIR;
-    int charged = 0;
-    if (!st && S_ISREG(f.st.st_mode)) {
-        if (nasd_fsroot_charge(c->exp->fs, nasd_fsroot_usage_of((uint64_t)f.st.st_size))) st = NFS3ERR_DQUOT;
-        else charged = 1;
-    }
+    /* a new link allocates nothing (quota counts blocks, like du) */
     struct nasd_fsroot *fs = c->exp ? c->exp->fs : NULL;
     if (!st) {
         nfs_creds_user(c);
         int e = fs->vfs->link(fs, f.o->fd, d.o->fd, to.name);
         if (e < 0) st = nfs3_errno(e);
     }
-    if (st && charged) nasd_fsroot_charge(c->exp->fs, -nasd_fsroot_usage_of((uint64_t)f.st.st_size));
     struct stat fpost, dpost;
     int hf = f.o && nfs_vfs_fstat(fs, f.o->fd, &fpost) == 0;
     int hd = d.o && nfs_vfs_fstat(fs, d.o->fd, &dpost) == 0;

@@ -153,6 +153,16 @@ int nfs3_read(struct nfs_ctx *c)
     return 0;
 }
 
+/* Bytes a write may newly allocate, for the quota reservation: its 4 KiB blocks, or
+ * nothing for an overwrite inside a file with no holes. */
+static int64_t write_may_allocate(const struct stat *pre, uint64_t off, uint32_t count)
+{
+    uint64_t end = off + count, size = (uint64_t)pre->st_size;
+    if (!count) return 0;
+    if (end <= size && (uint64_t)pre->st_blocks * 512 >= ((size + 4095) & ~4095ull)) return 0;
+    return (int64_t)(((end + 4095) & ~4095ull) - (off & ~4095ull));
+}
+
 int nfs3_write(struct nfs_ctx *c)
 {
     struct nfs3_fh fh;
@@ -180,23 +190,25 @@ int nfs3_write(struct nfs_ctx *c)
     pthread_mutex_lock(lk);
     struct stat pre, post;
     ssize_t n = -1;
-    int e;
+    int e, have_post = 0;
+    int64_t reserved = 0;
     if ((e = nfs_vfs_fstat(fs, fd, &pre)) < 0) st = nfs3_errno(e);
-    uint64_t end = off + count;
-    int grows = !st && end > (uint64_t)pre.st_size;
-    if (grows && nfs3_charge_resize(c->exp, (uint64_t)pre.st_size, end)) st = NFS3ERR_DQUOT;
+    else if ((reserved = write_may_allocate(&pre, off, count)) && nasd_fsroot_charge(fs, reserved)) {
+        st = NFS3ERR_DQUOT;
+        reserved = 0;
+    }
     if (!st) {
         n = fs->vfs->pwrite(fs, fd, data, count, off);
         if (n < 0) st = nfs3_errno((int)n);
-        if (grows && (n < 0 || (uint64_t)n < count)) {
-            /* refund what was not written */
-            uint64_t real = n > 0 && off + (uint64_t)n > (uint64_t)pre.st_size ? off + (uint64_t)n : (uint64_t)pre.st_size;
-            nfs3_charge_resize(c->exp, end, real);
-        }
+    }
+    if (!st || reserved) {   /* settle the reservation with what was allocated */
+        have_post = nfs_vfs_fstat(fs, fd, &post) == 0;
+        nasd_fsroot_charge_force(fs, (have_post ? nasd_fsroot_usage_st(&post) - nasd_fsroot_usage_st(&pre) : 0) -
+                                         reserved);
     }
     pthread_mutex_unlock(lk);
     if (!st && stable != UNSTABLE && (e = fs->vfs->fsync(fs, fd, stable == DATA_SYNC)) < 0) st = nfs3_errno(e);
-    int have_post = nfs_vfs_fstat(fs, fd, &post) == 0;
+    if (!have_post) have_post = nfs_vfs_fstat(fs, fd, &post) == 0;
     nfs3_put_status(c, st);
     nfs3_put_wcc(c, &pre, have_post ? &post : NULL);
     if (!st) {

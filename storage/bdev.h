@@ -23,6 +23,14 @@ struct nasd_bdev_ops {
     /* Optional: bytes of backing space the device can still allocate (thin devices in a
      * shared pool). NULL: everything not yet written is available. */
     uint64_t (*avail)(nasd_bdev *b);
+    /* Optional (WRITE SAME): repeat the plen-byte pattern over [off, off+len). */
+    int (*write_same)(nasd_bdev *b, const void *pattern, size_t plen, uint64_t off, uint64_t len);
+    /* Optional (COMPARE AND WRITE), atomic for every client of a shared device (several
+     * gateways): if [off, off+len) equals cmp, write data; else -EILSEQ with *miscompare =
+     * the offset of the first differing byte. NULL or -EOPNOTSUPP (e.g. for that length):
+     * the caller locks, reads, compares and writes. */
+    int (*compare_and_write)(nasd_bdev *b, const void *cmp, const void *data, uint64_t off, size_t len,
+                             uint64_t *miscompare);
 };
 
 struct nasd_bdev {
@@ -32,6 +40,8 @@ struct nasd_bdev {
     uint32_t block_size;  /* logical block size: 512 or 4096 */
     uint8_t uuid[16];     /* stable identity (NAA designator, unit serial) */
     char name[128];       /* "pool/volume" */
+    uint8_t remote;       /* every request waits on the network (RBD): the iSCSI target runs them
+                           * all on worker threads, never inline on a connection's thread */
     atomic_int refs;
     int read_only;        /* writes fail -EROFS (snapshots); reported as write-protected */
 };

@@ -3,9 +3,12 @@
  * the operations in vfs (storage/vfs.h), resolving names relative to objects obtained
  * from the root, never through paths. Backends: a host directory (posix) or an ext2
  * filesystem in a pool volume (engine).
- * Quota: nasd tracks used bytes; services reserve before growing a file. */
+ * Quota: nasd tracks used bytes, the blocks regular files have allocated (like du: a
+ * sparse file counts what was written, not its size; a hard-linked file counts once);
+ * services reserve what a write may allocate and settle with the allocation after it. */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include "storage/bdev.h"
 #include "storage/vfs.h"
 
@@ -15,7 +18,7 @@ struct nasd_fsroot {
     char name[128];           /* "pool/dataset" */
     uint64_t fsid;            /* stable, unique per dataset */
     _Atomic uint64_t quota;   /* bytes, 0 = none; may change live via REST */
-    _Atomic int64_t used;     /* bytes in use (block-rounded file sizes) */
+    _Atomic int64_t used;     /* bytes allocated to regular files (st_blocks, like du) */
     atomic_int refs;
     const struct nasd_vfs_ops *vfs;  /* how NFS reaches the files (storage/vfs.h) */
     void *vfs_priv;                  /* backend state */
@@ -28,8 +31,17 @@ struct nasd_fsroot *nasd_fsroot_get(struct nasd_fsroot *f);
 void nasd_fsroot_put(struct nasd_fsroot *f);
 /* Account delta bytes (positive to grow). Returns 0, or -EDQUOT (nothing charged). */
 int nasd_fsroot_charge(struct nasd_fsroot *f, int64_t delta);
-/* Bytes a file of this size occupies for quota purposes (4 KiB rounding). */
-static inline int64_t nasd_fsroot_usage_of(uint64_t size) { return (int64_t)((size + 4095) & ~4095ull); }
+/* Bytes a file occupies for quota purposes: its allocated blocks (0 unless regular). */
+static inline int64_t nasd_fsroot_usage_st(const struct stat *st)
+{
+    return S_ISREG(st->st_mode) ? (int64_t)st->st_blocks * 512 : 0;
+}
+/* Settles a reservation with what was really allocated; never fails (may exceed quota
+ * by the metadata blocks of one write). */
+static inline void nasd_fsroot_charge_force(struct nasd_fsroot *f, int64_t delta)
+{
+    atomic_fetch_add(&f->used, delta);
+}
 
 /* Engine datasets: an ext2 filesystem (libext2fs) inside a pool volume, with a
  * redo journal at the end of the volume (storage/fs/vfs_ext2*.c, storage/fs/txblock.c).

@@ -3,7 +3,9 @@
 #include "util/flock.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -37,11 +39,51 @@ pid_t nasd_flock_holder(int fd)
 int nasd_flock_open(const char *path, int open_flags, pid_t *holder)
 {
     if (holder) *holder = 0;
-    int fd = open(path, open_flags | O_CLOEXEC, 0644);
+    int fd = open(path, open_flags | O_CLOEXEC, 0600);   /* lock files and a new DB: private */
     if (fd < 0) return -errno;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
     int e = errno;
     if (holder && e == EWOULDBLOCK) *holder = nasd_flock_holder(fd);
     close(fd);
     return -e;
+}
+
+pid_t nasd_file_opener(int fd, char *comm, size_t commlen)
+{
+    struct stat me;
+    if (fstat(fd, &me)) return 0;
+    DIR *proc = opendir("/proc");
+    if (!proc) return 0;
+    pid_t found = 0, self = getpid();
+    struct dirent *e;
+    while (!found && (e = readdir(proc))) {
+        pid_t pid = (pid_t)atoi(e->d_name);
+        if (pid <= 0 || pid == self) continue;
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+        DIR *fds = opendir(dir);
+        if (!fds) continue;
+        struct dirent *f;
+        while (!found && (f = readdir(fds))) {
+            if (f->d_name[0] == '.') continue;
+            struct stat st;
+            if (fstatat(dirfd(fds), f->d_name, &st, 0)) continue;
+            if (S_ISBLK(me.st_mode) ? S_ISBLK(st.st_mode) && st.st_rdev == me.st_rdev   /* any node of the disk */
+                                    : S_ISREG(st.st_mode) && st.st_ino == me.st_ino && st.st_dev == me.st_dev)
+                found = pid;
+        }
+        closedir(fds);
+    }
+    closedir(proc);
+    if (found && comm && commlen) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/%d/comm", (int)found);
+        FILE *c = fopen(p, "r");
+        comm[0] = 0;
+        if (c) {
+            if (fgets(comm, (int)commlen, c)) comm[strcspn(comm, "\n")] = 0;
+            fclose(c);
+        }
+    }
+    return found;
 }

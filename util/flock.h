@@ -10,3 +10,6 @@
 int nasd_flock_open(const char *path, int open_flags, pid_t *holder);
 /* The pid holding a flock on the file behind fd (possibly the caller itself), or 0. */
 pid_t nasd_flock_holder(int fd);
+/* Another process (not the caller) with the file behind fd open, found through
+ * /proc/<pid>/fd: its pid (name into comm when given), or 0. */
+pid_t nasd_file_opener(int fd, char *comm, size_t commlen);

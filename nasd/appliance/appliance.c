@@ -199,8 +199,31 @@ int appliance_export_active(struct appliance *a, enum export_type t, int64_t id)
     return active;
 }
 
+int appliance_ceph_conf(nasd_db *db, int64_t pool_id, struct ceph_conf *c)
+{
+    json_t *row = db_row(db, "SELECT monitors, conf, rados_pool, user, keyring, secret FROM ceph_pools WHERE pool_id=?",
+                         "i", pool_id);
+    if (!row) return -1;
+    memset(c, 0, sizeof *c);
+    snprintf(c->monitors, sizeof c->monitors, "%s", jstr(row, "monitors"));
+    snprintf(c->conf, sizeof c->conf, "%s", jstr(row, "conf"));
+    snprintf(c->pool, sizeof c->pool, "%s", jstr(row, "rados_pool"));
+    snprintf(c->user, sizeof c->user, "%s", jstr(row, "user"));
+    snprintf(c->keyring, sizeof c->keyring, "%s", jstr(row, "keyring"));
+    snprintf(c->key, sizeof c->key, "%s", jstr(row, "secret"));
+    json_decref(row);
+    return 0;
+}
+
 int appliance_open_pool(struct appliance *a, int64_t pool_id, char *err, size_t errlen)
 {
+    struct ceph_conf cc;
+    if (appliance_ceph_conf(&a->db, pool_id, &cc) == 0) {   /* kept even when the cluster is down */
+        json_t *p = db_row(&a->db, "SELECT name FROM pools WHERE id=?", "i", pool_id);
+        int rc = p ? storage_ceph_pool_add(a->storage, jstr(p, "name"), &cc, 0, err, errlen) : -ENOENT;
+        json_decref(p);
+        return rc;
+    }
     json_t *p = db_row(&a->db, "SELECT name, layout FROM pools WHERE id=?", "i", pool_id);
     json_t *ms = db_rows(&a->db, "SELECT path, size FROM pool_members WHERE pool_id=? ORDER BY idx", "i", pool_id);
     int rc = -ENOENT;
@@ -265,7 +288,8 @@ void appliance_apply_discovery_auth(struct appliance *a)
 static int start_services(struct appliance *a, char *err, size_t errlen)
 {
     if (a->cfg.iscsi_portal[0]) {
-        a->iscsi = iscsi_server_start_held(a->cfg.iscsi_portal, 0, err, errlen);
+        /* 32 workers: a request to a remote volume (RBD) holds one for its round trip */
+        a->iscsi = iscsi_server_start_held(a->cfg.iscsi_portal, 32, err, errlen);
         if (!a->iscsi) return -1;
         appliance_apply_discovery_auth(a);
     }

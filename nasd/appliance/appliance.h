@@ -57,3 +57,5 @@ int appliance_export_active(struct appliance *a, enum export_type t, int64_t id)
 int appliance_create_demo(struct appliance *a, char *err, size_t errlen);
 /* Load members of a pool row from the DB into the storage manager. */
 int appliance_open_pool(struct appliance *a, int64_t pool_id, char *err, size_t errlen);
+/* Connection settings of a ceph pool (table ceph_pools); -1 if pool_id is not one. */
+int appliance_ceph_conf(nasd_db *db, int64_t pool_id, struct ceph_conf *c);

@@ -12,6 +12,7 @@
  * nothing older than the newest transaction is ever replayed over a discarded range. */
 #define _GNU_SOURCE
 #include "storage/fs/txblock.h"
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,9 @@ struct txb {
     size_t ndisc, capdisc;
     int failed;                   /* sticky: an in-place write failed after its journal */
     bool direct;                  /* txb_write_data went straight to the bdev since the last commit */
+    _Atomic uint64_t disc_gen;    /* txb_discard calls so far */
+    void (*hook)(void *);         /* runs first in every commit */
+    void *hook_arg;
 };
 
 
@@ -163,6 +167,20 @@ int txb_read(struct txb *t, uint64_t off, void *buf, size_t len)
     return 0;
 }
 
+bool txb_range_buffered(struct txb *t, uint64_t off, uint64_t len)
+{
+    for (uint64_t b = off / TXB_BLOCK; len && b <= (off + len - 1) / TXB_BLOCK; b++)
+        if (dirty_find(t, b)) return true;
+    return false;
+}
+
+/* Touches only t->b (fixed for t's life) and a stack buffer: safe without serialization. */
+int txb_read_home(struct txb *t, uint64_t off, void *buf, size_t len)
+{
+    if (!range_ok(t, off, len)) return -EINVAL;
+    return read_home(t, off, buf, len);
+}
+
 int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len)
 {
     if (t->failed) return t->failed;
@@ -197,24 +215,38 @@ int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len)
     return 0;
 }
 
+bool txb_claim_direct(struct txb *t, uint64_t off, uint64_t len)
+{
+    if (t->failed || !range_ok(t, off, len) || off % TXB_BLOCK || len % TXB_BLOCK) return false;
+    /* journaled when the range is buffered already or was freed in this transaction:
+     * the last committed state may still own a freed block's old content */
+    for (uint64_t b = off / TXB_BLOCK; b < (off + len) / TXB_BLOCK && t->ndirty; b++)
+        if (dirty_find(t, b)) return false;
+    for (size_t i = 0; i < t->ndisc; i++)
+        if (off < t->disc[i].off + t->disc[i].len && t->disc[i].off < off + len) return false;
+    t->direct = true;   /* the next commit flushes the bdev even if nothing else changed */
+    return true;
+}
+
+int txb_write_home(struct txb *t, uint64_t off, const void *buf, size_t len)
+{
+    if (!range_ok(t, off, len)) return -EINVAL;
+    return nasd_bdev_write(t->b, buf, off, len, 0);
+}
+
 int txb_write_data(struct txb *t, uint64_t off, const void *buf, size_t len)
 {
     if (t->failed) return t->failed;
     if (!range_ok(t, off, len)) return -EINVAL;
-    if (off % TXB_BLOCK || len % TXB_BLOCK) return txb_write(t, off, buf, len);
-    /* journaled when the range is buffered already or was freed in this transaction:
-     * the last committed state may still own a freed block's old content */
-    for (uint64_t b = off / TXB_BLOCK; b < (off + len) / TXB_BLOCK && t->ndirty; b++)
-        if (dirty_find(t, b)) return txb_write(t, off, buf, len);
-    for (size_t i = 0; i < t->ndisc; i++)
-        if (off < t->disc[i].off + t->disc[i].len && t->disc[i].off < off + len) return txb_write(t, off, buf, len);
-    int rc = nasd_bdev_write(t->b, buf, off, len, 0);
-    if (!rc) t->direct = true;
-    return rc;
+    if (!txb_claim_direct(t, off, len)) return txb_write(t, off, buf, len);
+    return nasd_bdev_write(t->b, buf, off, len, 0);
 }
+
+uint64_t txb_discard_gen(struct txb *t) { return atomic_load(&t->disc_gen); }
 
 int txb_discard(struct txb *t, uint64_t off, uint64_t len)
 {
+    atomic_fetch_add(&t->disc_gen, 1);   /* before anything can reuse the range */
     if (t->failed) return t->failed;
     if (!range_ok(t, off, len)) return -EINVAL;
     /* only whole blocks: a partial block still holds data */
@@ -303,8 +335,11 @@ static int apply_transaction(struct txb *t, const uint8_t *img)
     return write_home(t, target, img + (size_t)h->ndesc * TXB_BLOCK, h->nblocks);
 }
 
+void txb_set_commit_hook(struct txb *t, void (*fn)(void *), void *arg) { t->hook = fn; t->hook_arg = arg; }
+
 int txb_commit(struct txb *t)
 {
+    if (t->hook) t->hook(t->hook_arg);
     if (t->failed) return t->failed;
     /* after direct writes even an empty transaction is written: it flushes them, and it
      * becomes the newest, so the one before (which may hold older copies of those

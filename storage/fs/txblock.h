@@ -10,7 +10,9 @@
  *
  * If the dirty set outgrows one journal half, txb_write commits early (the only case
  * where a caller's sequence of writes is not atomic; logged).
- * Not thread-safe: the caller serializes all calls on one txb. Returns 0 or -errno. */
+ * Not thread-safe: the caller serializes all calls on one txb, except txb_read_home,
+ * txb_write_home and txb_discard_gen. Returns 0 or -errno. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <ext2fs/ext2fs.h>
@@ -29,6 +31,11 @@ void txb_close(struct txb *t);
 /* Bytes usable by the filesystem: [0, data_size). Multiple of TXB_BLOCK. */
 uint64_t txb_data_size(const struct txb *t);
 int txb_read(struct txb *t, uint64_t off, void *buf, size_t len);
+/* Whether any block of the range is buffered (then txb_read must serve it). */
+bool txb_range_buffered(struct txb *t, uint64_t off, uint64_t len);
+/* Reads the bdev directly, skipping the buffered set: the one call that may run
+ * concurrently with the others (for data the caller knows is not buffered). */
+int txb_read_home(struct txb *t, uint64_t off, void *buf, size_t len);
 int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len);
 /* File data (ordered mode, like ext4 data=ordered): whole blocks go straight to the
  * bdev, not through the journal, unless they are buffered or were freed since the last
@@ -36,11 +43,22 @@ int txb_write(struct txb *t, uint64_t off, const void *buf, size_t len);
  * never exposes garbage; overwrites of already-committed blocks are then not atomic
  * with the rest of the transaction (durable at the next commit, as usual). */
 int txb_write_data(struct txb *t, uint64_t off, const void *buf, size_t len);
+/* txb_write_data in two steps, for writing without the caller's serialization: claim
+ * (serialized) says whether the range may go straight to the bdev; if so the caller
+ * writes it with txb_write_home (unserialized) and must not commit until that returned. */
+bool txb_claim_direct(struct txb *t, uint64_t off, uint64_t len);
+int txb_write_home(struct txb *t, uint64_t off, const void *buf, size_t len);
 /* The range no longer holds data: dropped from the dirty set; unmapped on the bdev
  * (returning space to the pool) after the next commit. Reads of it may return zeros. */
 int txb_discard(struct txb *t, uint64_t off, uint64_t len);
+/* Counts txb_discard calls (safe concurrently): a txb_read_home that ran while it did
+ * not change read no block that was freed (and maybe reused) meanwhile. */
+uint64_t txb_discard_gen(struct txb *t);
 uint64_t txb_dirty_bytes(const struct txb *t);
 int txb_commit(struct txb *t);
+/* fn(arg) runs at the start of every commit, early ones inside txb_write included
+ * (the dataset waits there for data written without its lock). */
+void txb_set_commit_hook(struct txb *t, void (*fn)(void *), void *arg);
 
 /* libext2fs io_manager over a txb: pass the name txb_io_name() gives to
  * ext2fs_open2() / ext2fs_initialize(). io_channel flush = txb_commit. */

@@ -159,17 +159,50 @@ static void block_stats_cb(ext2_filsys fs, blk64_t blk, int inuse)
     if (inuse < 0) freed_blocks(e, blk, 1);
 }
 
+#define E2_RANGE_MAX 32768u   /* the longest range libext2fs passes: one extent */
+
+/* libext2fs 1.47.0's ext2fs_block_alloc_stats_range calls back after its loop consumed
+ * the range: with (end, 0) instead of (start, num). The bitmap is already updated, so
+ * the range is recovered from it as the run of bits in the new state that ends at end:
+ * possibly longer than the real one (neighbours in the same state), which only costs an
+ * extra bitmap write or discard of free blocks, never a missed one. */
+static blk64_t range_start(ext2_filsys fs, blk64_t end, bool set)
+{
+    uint8_t bits[E2_RANGE_MAX / 8];
+    blk64_t first = fs->super->s_first_data_block, lo = end > first + E2_RANGE_MAX ? end - E2_RANGE_MAX : first;
+    if (end <= lo || ext2fs_get_block_bitmap_range2(fs->block_map, lo, (unsigned)(end - lo), bits)) return end;
+    uint8_t same = set ? 0xff : 0;
+    for (blk64_t i = end - lo; i > 0;) {
+        if (i % 8 == 0 && bits[i / 8 - 1] == same) { i -= 8; continue; }   /* whole bytes */
+        bool b = bits[(i - 1) / 8] & (1u << ((i - 1) % 8));
+        if (b != set) return lo + i;
+        i--;
+    }
+    return lo;
+}
+
 static void block_range_stats_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 {
     struct e2 *e = fs->priv_data;
+    if (!num && e->range_hint_num && e->range_hint_start + e->range_hint_num == blk) {   /* our own call */
+        blk = e->range_hint_start;
+        num = (blk_t)e->range_hint_num;
+    } else if (!num && blk > fs->super->s_first_data_block && blk <= ext2fs_blocks_count(fs->super)) {
+        blk64_t start = range_start(fs, blk, inuse > 0);
+        num = (blk_t)(blk - start);
+        blk = start;
+    }
     e2_note_block(e, blk, num);
     if (inuse < 0) freed_blocks(e, blk, num);
 }
+
+static void wait_data(void *arg);
 
 static int attach(struct e2 *e, ext2_filsys fs)
 {
     e->fs = fs;
     fs->priv_data = e;
+    txb_set_commit_hook(e->txb, wait_data, e);
     e->bb_dirty = calloc(fs->group_desc_count, 1);
     e->ib_dirty = calloc(fs->group_desc_count, 1);
     if (!e->bb_dirty || !e->ib_dirty) return -ENOMEM;
@@ -229,6 +262,16 @@ static int write_group_bitmaps(struct e2 *e, bool formatting, bool skip_zero)
     }
     free(buf);
     return rc;
+}
+
+/* txb commit hook: ordered mode, data written without the lock lands before the
+ * metadata naming it becomes durable (early commits inside an op included). */
+static void wait_data(void *arg)
+{
+    struct e2 *e = arg;
+    pthread_mutex_lock(&e->data_mu);
+    while (e->data_inflight) pthread_cond_wait(&e->data_cv, &e->data_mu);
+    pthread_mutex_unlock(&e->data_mu);
 }
 
 int e2_commit_locked(struct e2 *e)
@@ -312,6 +355,8 @@ static void e2_free(struct e2 *e)
     e2_dir_forget_all(e);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->data_cv);
+    pthread_mutex_destroy(&e->data_mu);
     free(e);
 }
 
@@ -325,6 +370,8 @@ static struct e2 *e2_alloc(void)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cv, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&e->data_cv, NULL);
+    pthread_mutex_init(&e->data_mu, NULL);
     e->interval_ms = E2_COMMIT_INTERVAL_MS;
     return e;
 }
@@ -429,7 +476,7 @@ static int64_t usage_scan(ext2_filsys fs)
     while (ino <= last && ext2fs_find_first_set_inode_bitmap2(fs->inode_map, ino, last, &found) == 0) {
         if (ext2fs_read_inode_full(fs, found, (struct ext2_inode *)&in, sizeof in) == 0 &&
             in.i_links_count && LINUX_S_ISREG(in.i_mode))
-            sum += nasd_fsroot_usage_of(e2_size(&in));
+            sum += (int64_t)ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)&in) * 512;   /* as st_blocks */
         ino = found + 1;
     }
     return sum;

@@ -3,11 +3,13 @@
  * ext2 directories (no dir_index here, so readdir cookies stay stable) are lists:
  * libext2fs's lookup and link read every block, so a create in a directory of 20k
  * names cost ~0.3 ms of string compares. Two fixes, both under the fs mutex:
- *  - a name index per large directory (hash of name -> inode), built by one scan on
- *    first lookup and kept up to date by e2_dir_add / e2_dir_remove; any other change
+ *  - a name index per large directory (hash of name -> inode and the directory block
+ *    holding the entry, when known), built by one scan on first lookup and kept up to
+ *    date by e2_dir_add / e2_dir_remove; a remove edits that one block; any other change
  *    to a directory's blocks must call e2_dir_forget;
- *  - adding a name tries the last block first, then the full-scan link (which reuses
- *    holes left by removals), and grows the directory only when both fail. */
+ *  - adding a name tries the last block first, then the block of the latest indexed
+ *    remove, then the full-scan link (which reuses any hole), and grows the directory
+ *    only when all fail. */
 #include "storage/fs/vfs_ext2_int.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -16,11 +18,13 @@
 
 #define DIX_MIN_BYTES (2u * 4096)      /* smaller directories are scanned */
 #define DIX_MAX_NAMES (1u << 20)       /* all indexes together; LRU directories go */
+#define LBLK_UNKNOWN UINT32_MAX        /* placed by ext2fs_link: somewhere in the directory */
 
 struct dix_name {
     struct dix_name *next;
     uint64_t hash;
     ext2_ino_t ino;
+    uint32_t lblk;                     /* directory block of the entry, or LBLK_UNKNOWN */
     uint8_t len;
     char name[];
 };
@@ -28,6 +32,7 @@ struct dix_name {
 struct e2_dix {
     ext2_ino_t dir;
     uint32_t n, nbuckets;
+    uint32_t hole;                     /* a block a remove made room in, or LBLK_UNKNOWN */
     struct dix_name **b;
     struct e2_dix *hnext, *prev, *next;   /* by dir; LRU (head = most recent) */
 };
@@ -81,7 +86,8 @@ void e2_dir_forget_all(struct e2 *e)
     while (e->dix_lru) e2_dir_forget(e, e->dix_lru->dir);
 }
 
-static int dix_insert(struct e2 *e, struct e2_dix *x, const char *name, size_t len, ext2_ino_t ino)
+static int dix_insert(struct e2 *e, struct e2_dix *x, const char *name, size_t len, ext2_ino_t ino,
+                      uint32_t lblk)
 {
     if (x->n >= x->nbuckets) {                 /* grow: keep chains short */
         uint32_t nb = x->nbuckets * 2;
@@ -99,6 +105,7 @@ static int dix_insert(struct e2 *e, struct e2_dix *x, const char *name, size_t l
     if (!n) return -ENOMEM;
     n->hash = name_hash(name, len);
     n->ino = ino;
+    n->lblk = lblk;
     n->len = (uint8_t)len;
     memcpy(n->name, name, len);
     n->next = x->b[n->hash & (x->nbuckets - 1)];
@@ -116,14 +123,31 @@ static struct dix_name **dix_find(struct e2_dix *x, const char *name, size_t len
     return pp;
 }
 
-struct build_ctx { struct e2 *e; struct e2_dix *x; int rc; };
-
-static int build_cb(struct ext2_dir_entry *de, int offset, int blocksize, char *buf, void *priv)
+/* Indexes every live entry of dir, block by block (so each name knows its block). */
+static int dix_build(struct e2 *e, struct e2_dix *x, ext2_ino_t dir, struct ext2_inode *in)
 {
-    struct build_ctx *c = priv;
-    if (!de->inode) return 0;
-    c->rc = dix_insert(c->e, c->x, de->name, (size_t)ext2fs_dirent_name_len(de), de->inode);
-    return c->rc ? DIRENT_ABORT : 0;
+    ext2_filsys fs = e->fs;
+    char buf[4096];
+    if (fs->blocksize > sizeof buf) return -EINVAL;   /* our format: 4 KiB */
+    uint64_t nblk = EXT2_I_SIZE(in) / fs->blocksize;
+    for (uint64_t lblk = 0; lblk < nblk; lblk++) {
+        blk64_t pblk = 0;
+        if (ext2fs_bmap2(fs, dir, in, NULL, 0, lblk, NULL, &pblk)) return -EIO;
+        if (!pblk) continue;
+        if (ext2fs_read_dir_block4(fs, pblk, buf, 0, dir)) return -EIO;
+        for (unsigned off = 0; off + 8 <= fs->blocksize;) {
+            struct ext2_dir_entry *de = (struct ext2_dir_entry *)(buf + off);
+            unsigned rec = 0;
+            if (ext2fs_get_rec_len(fs, de, &rec) || rec < 8 || rec % 4 || off + rec > fs->blocksize) return -EIO;
+            unsigned nlen = (unsigned)ext2fs_dirent_name_len(de);
+            if (de->inode && nlen && nlen + 8 <= rec) {
+                int rc = dix_insert(e, x, de->name, nlen, de->inode, (uint32_t)lblk);
+                if (rc) return rc;
+            }
+            off += rec;
+        }
+    }
+    return 0;
 }
 
 /* The index of dir, built now if the directory is large; NULL: scan it instead. */
@@ -141,9 +165,8 @@ static struct e2_dix *dix_get(struct e2 *e, ext2_ino_t dir)
     x = calloc(1, sizeof *x);
     if (!x || !(x->b = calloc(x->nbuckets = 1024, sizeof *x->b))) { free(x); return NULL; }
     x->dir = dir;
-    struct build_ctx c = { e, x, 0 };
-    errcode_t err = ext2fs_dir_iterate(e->fs, dir, 0, NULL, build_cb, &c);
-    if (err || c.rc) {
+    x->hole = LBLK_UNKNOWN;
+    if (EXT2_I_SIZE(&in) / e->fs->blocksize >= LBLK_UNKNOWN || dix_build(e, x, dir, &in)) {
         e->dix_names -= x->n;
         dix_free(x);
         return NULL;
@@ -170,17 +193,21 @@ int e2_dir_lookup(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t *in
     return 0;
 }
 
-/* Puts name into the last block of dir if it has room (EXT2_ET_DIR_NO_SPACE if not). */
-static errcode_t append_last_block(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft)
+/* Puts name into directory block *lblk (LBLK_UNKNOWN: the last one, then *lblk says
+ * which) if it has room (EXT2_ET_DIR_NO_SPACE if not). */
+static errcode_t insert_in_block(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft,
+                                 uint32_t *lblk)
 {
     ext2_filsys fs = e->fs;
     struct ext2_inode in;
     errcode_t err = ext2fs_read_inode(fs, dir, &in);
     if (err) return err;
-    uint64_t size = EXT2_I_SIZE(&in);
-    if (!size || size % fs->blocksize) return EXT2_ET_DIR_NO_SPACE;
+    uint64_t size = EXT2_I_SIZE(&in), nblk = size / fs->blocksize;
+    if (!size || size % fs->blocksize || nblk > LBLK_UNKNOWN) return EXT2_ET_DIR_NO_SPACE;
+    if (*lblk == LBLK_UNKNOWN) *lblk = (uint32_t)(nblk - 1);
+    if (*lblk >= nblk) return EXT2_ET_DIR_NO_SPACE;
     blk64_t pblk = 0;
-    err = ext2fs_bmap2(fs, dir, &in, NULL, 0, size / fs->blocksize - 1, NULL, &pblk);
+    err = ext2fs_bmap2(fs, dir, &in, NULL, 0, *lblk, NULL, &pblk);
     if (err || !pblk) return err ? err : EXT2_ET_DIR_NO_SPACE;
     char buf[4096];
     if (fs->blocksize > sizeof buf) return EXT2_ET_DIR_NO_SPACE;   /* our format: 4 KiB */
@@ -212,26 +239,82 @@ static errcode_t append_last_block(struct e2 *e, ext2_ino_t dir, const char *nam
 int e2_dir_add(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t ino, int ft)
 {
     e->dirty = true;
-    errcode_t err = append_last_block(e, dir, name, ino, ft);
-    if (err == EXT2_ET_DIR_NO_SPACE) err = ext2fs_link(e->fs, dir, name, ino, ft);
+    struct e2_dix *hx = *dix_slot(e, dir);
+    uint32_t lblk = LBLK_UNKNOWN;
+    errcode_t err = insert_in_block(e, dir, name, ino, ft, &lblk);
+    if (err == EXT2_ET_DIR_NO_SPACE && hx && hx->hole != LBLK_UNKNOWN) {   /* where a name was removed */
+        lblk = hx->hole;
+        err = insert_in_block(e, dir, name, ino, ft, &lblk);
+        if (err == EXT2_ET_DIR_NO_SPACE) hx->hole = LBLK_UNKNOWN;
+    }
+    if (err == EXT2_ET_DIR_NO_SPACE) {
+        lblk = LBLK_UNKNOWN;
+        err = ext2fs_link(e->fs, dir, name, ino, ft);
+    }
     if (err == EXT2_ET_DIR_NO_SPACE) {
         err = ext2fs_expand_dir(e->fs, dir);
-        if (!err) err = append_last_block(e, dir, name, ino, ft);
+        lblk = LBLK_UNKNOWN;
+        if (!err) err = insert_in_block(e, dir, name, ino, ft, &lblk);
     }
     if (err) {
         e2_dir_forget(e, dir);                 /* whatever happened, rebuild from disk */
         return e2_errno(err);
     }
     struct e2_dix *x = *dix_slot(e, dir);
-    if (x && dix_insert(e, x, name, strlen(name), ino)) e2_dir_forget(e, dir);
+    if (x && dix_insert(e, x, name, strlen(name), ino, lblk)) e2_dir_forget(e, dir);
     return 0;
+}
+
+/* Removes the entry name -> ino from directory block lblk as ext2fs_unlink would (merged
+ * into the previous entry of the block, or cleared if first). EXT2_ET_DIR_NO_SPACE:
+ * not in that block. */
+static errcode_t remove_in_block(struct e2 *e, ext2_ino_t dir, uint32_t lblk, const char *name, ext2_ino_t ino)
+{
+    ext2_filsys fs = e->fs;
+    struct ext2_inode in;
+    char buf[4096];
+    if (fs->blocksize > sizeof buf) return EXT2_ET_DIR_NO_SPACE;
+    errcode_t err = ext2fs_read_inode(fs, dir, &in);
+    if (err) return err;
+    blk64_t pblk = 0;
+    if ((uint64_t)lblk >= EXT2_I_SIZE(&in) / fs->blocksize) return EXT2_ET_DIR_NO_SPACE;
+    err = ext2fs_bmap2(fs, dir, &in, NULL, 0, lblk, NULL, &pblk);
+    if (err || !pblk) return err ? err : EXT2_ET_DIR_NO_SPACE;
+    if ((err = ext2fs_read_dir_block4(fs, pblk, buf, 0, dir))) return err;
+    size_t len = strlen(name);
+    struct ext2_dir_entry *prev = NULL;
+    for (unsigned off = 0; off + 8 <= fs->blocksize;) {
+        struct ext2_dir_entry *de = (struct ext2_dir_entry *)(buf + off);
+        unsigned rec = 0;
+        if (ext2fs_get_rec_len(fs, de, &rec) || rec < 8 || rec % 4 || off + rec > fs->blocksize)
+            return EXT2_ET_DIR_CORRUPTED;
+        if (de->inode == ino && (size_t)ext2fs_dirent_name_len(de) == len && !memcmp(de->name, name, len)) {
+            if (prev) {
+                unsigned prec = 0;
+                if ((err = ext2fs_get_rec_len(fs, prev, &prec)) || (err = ext2fs_set_rec_len(fs, prec + rec, prev)))
+                    return err;
+            } else {
+                de->inode = 0;
+            }
+            return ext2fs_write_dir_block4(fs, pblk, buf, 0, dir);
+        }
+        prev = de;
+        off += rec;
+    }
+    return EXT2_ET_DIR_NO_SPACE;
 }
 
 int e2_dir_remove(struct e2 *e, ext2_ino_t dir, const char *name, ext2_ino_t ino)
 {
     e->dirty = true;
-    errcode_t err = ext2fs_unlink(e->fs, dir, name, ino, 0);
     struct e2_dix *x = *dix_slot(e, dir);
+    struct dix_name *known = x ? *dix_find(x, name, strlen(name)) : NULL;
+    errcode_t err = EXT2_ET_DIR_NO_SPACE;
+    if (known && known->ino == ino && known->lblk != LBLK_UNKNOWN) {
+        err = remove_in_block(e, dir, known->lblk, name, ino);
+        if (!err) x->hole = known->lblk;   /* the next add may fit there */
+    }
+    if (err == EXT2_ET_DIR_NO_SPACE) err = ext2fs_unlink(e->fs, dir, name, ino, 0);
     if (err) {
         if (x) e2_dir_forget(e, dir);
         return e2_errno(err);

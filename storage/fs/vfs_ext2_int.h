@@ -4,7 +4,8 @@
  *
  * Objects are named by their inode number (fd == ino). One mutex per filesystem
  * serializes every operation (libext2fs is not thread-safe); commits happen only
- * between operations, under that mutex, so every committed state is consistent. */
+ * between operations, under that mutex, so every committed state is consistent. File
+ * data reads and writes map blocks under the mutex and do the device I/O without it. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,8 +47,18 @@ struct e2 {
     /* name indexes of large directories (vfs_ext2_dir.c) */
     struct e2_dix *dix[E2_DIX_BUCKETS], *dix_lru, *dix_tail;
     uint64_t dix_names;
+    /* a range we pass to ext2fs_block_alloc_stats_range ourselves (see vfs_ext2.c) */
+    blk64_t range_hint_start, range_hint_num;
     /* stats */
     uint64_t commits;
+    /* data writes running without the lock (vfs_ext2_io.c): every commit waits for them
+     * (txb commit hook, under data_mu only: the writers finish without the lock), so
+     * metadata never becomes durable before the data it points to */
+    pthread_mutex_t data_mu;
+    pthread_cond_t data_cv;
+    int data_inflight;
+    void (*io_hook)(void);        /* tests: runs between a read's or write's mapping and its
+                                   * device I/O, without the lock */
 };
 
 static inline struct e2 *E2(struct nasd_fsroot *f) { return f->vfs_priv; }
@@ -138,3 +149,4 @@ int e2_set_size(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, uint6
 /* Tests only (vfs_ext2.c) */
 void nasd_ext2_set_commit_interval(struct nasd_fsroot *f, int ms);   /* 0: no background commits */
 void nasd_ext2_abandon(struct nasd_fsroot *f);   /* drop uncommitted state, as if the process died */
+void nasd_ext2_set_io_hook(struct nasd_fsroot *f, void (*fn)(void));   /* see struct e2 */

@@ -61,42 +61,75 @@ static int map_block(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, 
     return 0;
 }
 
-ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t off)
+/* The mapping run at lblk, at most max blocks: *pblk (0 for a hole or an unwritten
+ * extent, which read as zeros) and *k blocks that continue it contiguously. One extent
+ * lookup per run (h: the file's extent handle, NULL for block-mapped files); holes
+ * between extents go block by block through bmap. */
+static int run_at(struct e2 *e, ext2_extent_handle_t h, ext2_ino_t ino, struct ext2_inode_large *in,
+                  blk64_t lblk, blk64_t max, blk64_t *pblk, blk64_t *k)
 {
-    struct e2 *e = E2(f);
+    struct ext2fs_extent ex;
+    if (h && !ext2fs_extent_goto2(h, 0, lblk) && !ext2fs_extent_get(h, EXT2_EXTENT_CURRENT, &ex) &&
+        lblk >= ex.e_lblk && lblk < ex.e_lblk + ex.e_len) {
+        blk64_t left = ex.e_lblk + ex.e_len - lblk;
+        *k = left < max ? left : max;
+        *pblk = ex.e_flags & EXT2_EXTENT_FLAGS_UNINIT ? 0 : ex.e_pblk + (lblk - ex.e_lblk);
+        return 0;
+    }
+    *k = 1;
+    int rc = map_block(e, ino, in, lblk, pblk);
+    if (rc || h || *pblk == 0) return rc;
+    /* block-mapped file: extend while contiguous */
+    while (*k < max) {
+        blk64_t q;
+        if ((rc = map_block(e, ino, in, lblk + *k, &q))) return rc;
+        if (q != *pblk + *k) break;
+        (*k)++;
+    }
+    return 0;
+}
+
+/* A run of whole blocks to read from the device once the lock is dropped. */
+struct seg { uint64_t off; uint8_t *dst; size_t len; };
+
+/* Under the lock: maps [off, off+len) and reads it, except that whole-block runs not
+ * buffered in the txblock go to segs (when segs is not NULL) for the caller to read
+ * without the lock. Returns the byte count or -errno. */
+static ssize_t pread_locked(struct e2 *e, int fd, uint8_t *buf, size_t len, uint64_t off, struct seg *segs,
+                            unsigned *nsegs)
+{
     ext2_filsys fs = e->fs;
     struct ext2_inode_large in;
     uint8_t *bounce = NULL;
-    e2_lock(e);
+    ext2_extent_handle_t h = NULL;
     int rc = e2_iget(e, fd, &in);
-    if (rc) goto out;
-    if (LINUX_S_ISDIR(in.i_mode)) { rc = -EISDIR; goto out; }
-    if (!LINUX_S_ISREG(in.i_mode)) { rc = -EINVAL; goto out; }
+    if (rc) return rc;
+    if (LINUX_S_ISDIR(in.i_mode)) return -EISDIR;
+    if (!LINUX_S_ISREG(in.i_mode)) return -EINVAL;
     uint64_t size = e2_size(&in), bs = fs->blocksize;
-    if (off >= size || !len) { rc = 0; goto out; }
+    if (off >= size || !len) return 0;
+    if ((in.i_flags & EXT4_EXTENTS_FL) && ext2fs_extent_open2(fs, (ext2_ino_t)fd, (struct ext2_inode *)&in, &h))
+        h = NULL;
     uint64_t end = size - off < len ? size : off + len, pos = off;
     uint8_t *p = buf;
-    blk64_t next_l = ~0ull, next_p = 0;   /* the mapping that ended the previous run */
     while (pos < end) {
-        blk64_t lblk = pos / bs, pblk;
+        blk64_t lblk = pos / bs, pblk, k;
         uint64_t in_off = pos % bs;
-        if (lblk == next_l) pblk = next_p;
-        else if ((rc = map_block(e, (ext2_ino_t)fd, &in, lblk, &pblk))) goto out;
-        /* extend the run while the mapping stays contiguous (or stays a hole) */
-        uint64_t want = (end - lblk * bs + bs - 1) / bs, k = 1;
-        while (k < want && k < E2_READ_RUN_MAX) {
-            blk64_t q;
-            if ((rc = map_block(e, (ext2_ino_t)fd, &in, lblk + k, &q))) goto out;
-            if (!(pblk ? q == pblk + k : q == 0)) { next_l = lblk + k; next_p = q; break; }
-            k++;
-        }
+        uint64_t want = (end - lblk * bs + bs - 1) / bs;
+        if ((rc = run_at(e, h, (ext2_ino_t)fd, &in, lblk, want < E2_READ_RUN_MAX ? want : E2_READ_RUN_MAX,
+                         &pblk, &k)))
+            goto out;
         uint64_t n = k * bs - in_off;
         if (n > end - pos) n = end - pos;
         if (!pblk) {
             memset(p, 0, n);
         } else if (!in_off && n == k * bs) {
-            errcode_t err = io_channel_read_blk64(fs->io, pblk, (int)k, p);
-            if (err) { rc = e2_errno(err); goto out; }
+            if (segs && !txb_range_buffered(e->txb, pblk * bs, n)) {
+                segs[(*nsegs)++] = (struct seg){ pblk * bs, p, n };
+            } else {
+                errcode_t err = io_channel_read_blk64(fs->io, pblk, (int)k, p);
+                if (err) { rc = e2_errno(err); goto out; }
+            }
         } else {
             if (!bounce && !(bounce = malloc(E2_READ_RUN_MAX * bs))) { rc = -ENOMEM; goto out; }
             errcode_t err = io_channel_read_blk64(fs->io, pblk, (int)k, bounce);
@@ -106,14 +139,36 @@ ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t 
         pos += n;
         p += n;
     }
-    rc = 0;
-    e2_unlock(e);
-    free(bounce);
-    return (ssize_t)(end - off);
 out:
-    e2_unlock(e);
+    if (h) ext2fs_extent_free(h);
     free(bounce);
-    return rc;
+    return rc ? rc : (ssize_t)(end - off);
+}
+
+/* The device reads of whole unbuffered blocks run without the lock, so reads of one
+ * dataset overlap. If a block was freed meanwhile (it might hold another file's data
+ * by now) the whole read is redone under the lock. */
+ssize_t e2_pread(struct nasd_fsroot *f, int fd, void *buf, size_t len, uint64_t off)
+{
+    struct e2 *e = E2(f);
+    struct seg stack[16], *segs = stack;
+    size_t maxsegs = len / e->fs->blocksize + 2;
+    if (maxsegs > 16 && !(segs = malloc(maxsegs * sizeof *segs))) segs = NULL;   /* all under the lock */
+    unsigned nsegs = 0;
+    e2_lock(e);
+    uint64_t gen = txb_discard_gen(e->txb);
+    ssize_t n = pread_locked(e, fd, buf, len, off, segs, &nsegs);
+    e2_unlock(e);
+    if (nsegs && e->io_hook) e->io_hook();
+    int rc = 0;
+    for (unsigned i = 0; i < nsegs && n > 0 && !rc; i++) rc = txb_read_home(e->txb, segs[i].off, segs[i].dst, segs[i].len);
+    if (n > 0 && nsegs && (rc || txb_discard_gen(e->txb) != gen)) {
+        e2_lock(e);
+        n = pread_locked(e, fd, buf, len, off, NULL, NULL);
+        e2_unlock(e);
+    }
+    if (segs != stack) free(segs);
+    return n;
 }
 
 /* Writes one piece (at most E2_WRITE_PIECE bytes) under the lock. Returns bytes written or
@@ -144,25 +199,73 @@ static bool map_runs(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, 
     return ok;
 }
 
+/* Appending right after the file's last extent, onto free blocks that follow it: the
+ * extent grows instead of a new one being added (libext2fs's fallocate adds one per call:
+ * a file written in 32 KiB pieces had one extent per piece, and every read and write
+ * paid a linear search of thousands). false: not applicable, nothing changed. */
+static bool extend_last_extent(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, blk64_t lblk, blk64_t n)
+{
+    ext2_filsys fs = e->fs;
+    if (!(in->i_flags & EXT4_EXTENTS_FL) || !lblk) return false;
+    ext2_extent_handle_t h;
+    if (ext2fs_extent_open2(fs, ino, (struct ext2_inode *)in, &h)) return false;
+    struct ext2fs_extent ex, next;
+    bool ok = !ext2fs_extent_goto2(h, 0, lblk - 1) && !ext2fs_extent_get(h, EXT2_EXTENT_CURRENT, &ex) &&
+              !(ex.e_flags & EXT2_EXTENT_FLAGS_UNINIT) && ex.e_lblk + ex.e_len == lblk &&
+              ex.e_len + n <= EXT_INIT_MAX_LEN;
+    blk64_t pstart = ok ? ex.e_pblk + ex.e_len : 0;
+    ok = ok && pstart + n <= ext2fs_blocks_count(fs->super) &&
+         ext2fs_test_block_bitmap_range2(fs->block_map, pstart, (unsigned)n);
+    if (ok) {   /* nothing mapped in the range: the next extent (if any) starts past it */
+        errcode_t err = ext2fs_extent_get(h, EXT2_EXTENT_NEXT_LEAF, &next);
+        ok = err ? err == EXT2_ET_EXTENT_NO_NEXT : next.e_lblk >= lblk + n || next.e_lblk <= ex.e_lblk;
+        ok = ok && !ext2fs_extent_goto2(h, 0, lblk - 1);   /* back to ex */
+    }
+    if (ok) {
+        ex.e_len += (uint32_t)n;
+        ok = !ext2fs_extent_replace(h, 0, &ex);   /* writes the inode if the leaf is in it */
+    }
+    ext2fs_extent_free(h);
+    if (!ok) return false;
+    e->range_hint_start = pstart;
+    e->range_hint_num = n;
+    ext2fs_block_alloc_stats_range(fs, pstart, (unsigned)n, +1);   /* bitmap, counts, our callbacks */
+    e->range_hint_num = 0;
+    ext2fs_iblk_add_blocks(fs, (struct ext2_inode *)in, n);
+    return true;
+}
+
 /* Block-aligned writes: allocate the range as extents in one go, then write the data
  * per extent run straight to the device (txb_write_data, ordered mode) instead of
  * block by block through the journal. 1: done, 0: use the general path, <0: error. */
+/* A run of whole blocks to write to the device once the lock is dropped. */
+struct wseg { uint64_t off; const uint8_t *src; size_t len; };
+
+/* defer (may be NULL): runs that may go straight to the device are left there for the
+ * caller to write without the lock (the inode, size included, is updated already). */
 static int pwrite_aligned(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large *in, const uint8_t *buf,
-                          size_t len, uint64_t off)
+                          size_t len, uint64_t off, struct wseg *defer, unsigned *ndefer)
 {
     uint64_t bs = e->fs->blocksize;
     if (off % bs || len % bs || !len || len > E2_WRITE_PIECE) return 0;
     blk64_t lblk = off / bs, n = len / bs;
     /* fallocate updates *in (the extent root lives in it); written back below */
-    errcode_t err = ext2fs_fallocate(e->fs, EXT2_FALLOCATE_FORCE_INIT, ino, (struct ext2_inode *)in, ~0ULL, lblk, n);
+    errcode_t err = 0;
+    if (!extend_last_extent(e, ino, in, lblk, n))
+        err = ext2fs_fallocate(e->fs, EXT2_FALLOCATE_FORCE_INIT, ino, (struct ext2_inode *)in, ~0ULL, lblk, n);
     if (err) return 0;   /* e.g. nearly full: block by block, as far as it goes */
     struct run runs[E2_WRITE_PIECE / 4096];
     unsigned nruns = 0;
     if (bs != 4096 || !map_runs(e, ino, in, lblk, n, runs, &nruns)) return 0;
     for (unsigned i = 0; i < nruns; i++) {
-        int rc = txb_write_data(e->txb, runs[i].pblk * bs, buf, runs[i].n * bs);
-        if (rc) return rc;
-        buf += runs[i].n * bs;
+        uint64_t at = runs[i].pblk * bs, n = runs[i].n * bs;
+        if (defer && txb_claim_direct(e->txb, at, n)) {
+            defer[(*ndefer)++] = (struct wseg){ at, buf, n };
+        } else {
+            int rc = txb_write_data(e->txb, at, buf, n);
+            if (rc) return rc;
+        }
+        buf += n;
     }
     if (off + len > e2_size(in) && (err = ext2fs_inode_size_set(e->fs, (struct ext2_inode *)in, off + len)))
         return e2_errno(err);
@@ -170,7 +273,8 @@ static int pwrite_aligned(struct e2 *e, ext2_ino_t ino, struct ext2_inode_large 
     return rc ? rc : 1;
 }
 
-static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len, uint64_t off)
+static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len, uint64_t off,
+                            struct wseg *defer, unsigned *ndefer)
 {
     struct ext2_inode_large in;
     int rc = e2_iget(e, fd, &in);
@@ -181,7 +285,7 @@ static ssize_t pwrite_piece(struct e2 *e, int fd, const uint8_t *buf, size_t len
     unsigned wrote = 0;
     e->dirty = true;
     errcode_t err = 0;
-    rc = pwrite_aligned(e, (ext2_ino_t)fd, &in, buf, len, off);
+    rc = pwrite_aligned(e, (ext2_ino_t)fd, &in, buf, len, off, defer, ndefer);
     if (rc < 0) return rc;
     if (rc == 1) {
         wrote = (unsigned)len;
@@ -234,13 +338,34 @@ ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, ui
         size_t n = len - done > E2_WRITE_PIECE ? E2_WRITE_PIECE : len - done;
         if (done && e->dirty && txb_dirty_bytes(e->txb) >= E2_COMMIT_DIRTY_BYTES) e2_commit_locked(e);
         if (n && !pool_has_room(e, n)) { rc = -ENOSPC; break; }
-        rc = n ? pwrite_piece(e, fd, (const uint8_t *)buf + done, n, off + done) : 0;
+        /* every commit waits for the deferred data (the txb commit hook) without dropping
+         * the lock; the mark keeps early commits inside other ops unlikely */
+        bool may_defer = txb_dirty_bytes(e->txb) < E2_COMMIT_DIRTY_BYTES;
+        struct wseg segs[E2_WRITE_PIECE / 4096];
+        unsigned nsegs = 0;
+        rc = n ? pwrite_piece(e, fd, (const uint8_t *)buf + done, n, off + done, may_defer ? segs : NULL, &nsegs) : 0;
+        if (nsegs) {   /* the data, without the lock: other ops of the dataset go on */
+            pthread_mutex_lock(&e->data_mu);
+            e->data_inflight++;
+            pthread_mutex_unlock(&e->data_mu);
+            pthread_mutex_unlock(&e->mu);
+            if (e->io_hook) e->io_hook();
+            int wrc = 0;
+            for (unsigned i = 0; i < nsegs && !wrc; i++) wrc = txb_write_home(e->txb, segs[i].off, segs[i].src, segs[i].len);
+            pthread_mutex_lock(&e->data_mu);
+            if (--e->data_inflight == 0) pthread_cond_broadcast(&e->data_cv);
+            pthread_mutex_unlock(&e->data_mu);
+            pthread_mutex_lock(&e->mu);
+            if (wrc) { rc = wrc; break; }
+        }
         if (rc > 0) done += (size_t)rc;
         if (rc < (ssize_t)n) break;
     } while (done < len);
     e2_unlock(e);
     return done ? (ssize_t)done : rc;
 }
+
+void nasd_ext2_set_io_hook(struct nasd_fsroot *f, void (*fn)(void)) { E2(f)->io_hook = fn; }
 
 /* ---------- readdir ---------- */
 

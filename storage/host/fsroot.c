@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Sum of block-rounded regular file sizes below dirfd (consumes dirfd). */
+/* Bytes allocated to regular files below dirfd (consumes dirfd); a file with n links
+ * counts 1/n at each, so once in all. */
 static int64_t tree_usage(int dirfd, int depth)
 {
     DIR *d = fdopendir(dirfd);
@@ -23,7 +24,7 @@ static int64_t tree_usage(int dirfd, int depth)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         struct stat st;
         if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
-        if (S_ISREG(st.st_mode)) sum += nasd_fsroot_usage_of(st.st_size);
+        if (S_ISREG(st.st_mode)) sum += nasd_fsroot_usage_st(&st) / (st.st_nlink > 1 ? st.st_nlink : 1);
         else if (S_ISDIR(st.st_mode) && depth < 256) {
             int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0) sum += tree_usage(sub, depth + 1);

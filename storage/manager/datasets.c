@@ -58,6 +58,10 @@ void storage_dataset_path(struct storage *st, const char *pool, const char *name
 int storage_dataset_create(struct storage *st, const char *pool, const char *name, int lz4,
                            char *err, size_t errlen)
 {
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+    if (is_ceph) return !cp ? -ENXIO : lz4 ? (snprintf(err, errlen, "ceph pools do not compress (lz4)"), -EINVAL)
+                                           : ceph_dataset_create(cp, name, err, errlen);
     struct vpool *vp = engine(st, pool, err, errlen);
     if (!vp) return -ENOENT;
     char vol[64];
@@ -138,6 +142,11 @@ int storage_dataset_destroy(struct storage *st, const char *pool, const char *na
     }
     dataset_forget(p, name);
     pthread_mutex_unlock(&st->lock);
+    if (p->is_ceph) {
+        int is_ceph;
+        struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+        return cp ? ceph_dataset_destroy(cp, name, err, errlen) : -ENXIO;
+    }
     char vol[64];
     int rc = 0;
     if (p->vp && !ds_volume(name, vol, sizeof vol)) {
@@ -166,6 +175,11 @@ static struct nasd_fsroot *open_backend(struct storage *st, struct pool *p, cons
 {
     char full[160], vol[64];
     snprintf(full, sizeof full, "%s/%s", p->name, name);
+    if (p->is_ceph) {   /* storage.lock is held: no reconnecting here (ceph_of does on other calls) */
+        if (p->ceph) return ceph_dataset_open(p->ceph, name, fsid, quota, errp);
+        *errp = -ENXIO;
+        return NULL;
+    }
     if (!p->vp) { *errp = -ENXIO; return NULL; }
     if (ds_volume(name, vol, sizeof vol) == 0) {
         int e = 0;
@@ -212,6 +226,9 @@ struct nasd_fsroot *storage_dataset_open(struct storage *st, const char *pool, c
 uint64_t storage_dataset_allocated(struct storage *st, const char *pool, const char *name)
 {
     char err[256], vol[64];
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    if (is_ceph) return cp ? ceph_dataset_allocated(cp, name) : 0;
     struct vpool *vp = engine(st, pool, err, sizeof err);
     return vp && !ds_volume(name, vol, sizeof vol) ? vol_allocated(vp, vol) : 0;
 }
@@ -219,6 +236,9 @@ uint64_t storage_dataset_allocated(struct storage *st, const char *pool, const c
 json_t *storage_pool_datasets(struct storage *st, const char *name)
 {
     char err[256];
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, name, &is_ceph, err, sizeof err);
+    if (is_ceph) return cp ? ceph_pool_list(cp, 1) : NULL;
     struct vpool *vp = engine(st, name, err, sizeof err);
     return vp ? volume_list(vp, 1) : NULL;
 }

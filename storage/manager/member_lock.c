@@ -20,7 +20,7 @@ void members_unlock(int *fds, int n)
         if (fds[i] >= 0) { close(fds[i]); fds[i] = -1; }
 }
 
-int members_lock(const char *const *paths, const int *create, int n, int *fds, char *err, size_t errlen)
+int members_lock(const char *const *paths, const int *create, int n, int strict, int *fds, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++) fds[i] = -1;
     for (int i = 0; i < n; i++) {
@@ -37,6 +37,14 @@ int members_lock(const char *const *paths, const int *create, int n, int *fds, c
         }
         if (fd < 0) continue;   /* unreadable: the engine reports it */
         fds[i] = fd;
+        char comm[32] = "";
+        pid_t user = strict ? nasd_file_opener(fd, comm, sizeof comm) : 0;
+        if (user) {
+            snprintf(err, errlen, "%s is open in process %d (%s); close it there first", paths[i], (int)user,
+                     comm[0] ? comm : "?");
+            members_unlock(fds, i + 1);
+            return -EBUSY;
+        }
     }
     return 0;
 }

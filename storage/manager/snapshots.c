@@ -2,7 +2,8 @@
  * layer (the engine does the work, storage/pool/vpool_snap.c). A dataset is the engine
  * volume ".<name>" holding an ext2 filesystem: its snapshot is taken while the
  * filesystem is held at a commit point, and a snapshot is mounted read-only through a
- * RAM overlay that absorbs the journal replay ext2 does on open. */
+ * RAM overlay that absorbs the journal replay ext2 does on open. Ceph pools use RBD
+ * snapshots and clones of the same image names (storage/ceph). */
 #define _GNU_SOURCE
 #include "storage/manager/storage_impl.h"
 #include "storage/pool/vpool_snap.h"
@@ -30,6 +31,23 @@ static int prep(struct storage *st, const char *pool, const char *obj, int is_ds
 }
 
 
+/* Ceph pools: RBD snapshots of the same image names (storage/ceph). *is_ceph says whether
+ * the pool is one; NULL with a message when it is but the cluster cannot be reached. */
+static struct ceph_pool *rbd_pool(struct storage *st, const char *pool, const char *obj, int is_ds, char *img,
+                                  int *is_ceph, int *rc, char *err, size_t errlen)
+{
+    struct ceph_pool *cp = ceph_of(st, pool, is_ceph, err, errlen);
+    *rc = !*is_ceph ? 0 : !cp ? -ENXIO : engine_name(obj, is_ds, img, err, errlen);
+    return *rc ? NULL : cp;
+}
+
+struct ceph_snap_arg { struct ceph_pool *cp; const char *img, *snap; char *err; size_t errlen; };
+static int do_ceph_snap(void *arg)
+{
+    struct ceph_snap_arg *a = arg;
+    return ceph_snap_create(a->cp, a->img, a->snap, a->err, a->errlen);
+}
+
 static int msg(int rc, char *err, size_t errlen, const char *pool, const char *obj, const char *snap, const char *op)
 {
     const char *why = rc == -EBUSY ? "in use (a clone depends on it, or it is open)" :
@@ -47,11 +65,14 @@ static int do_snap(void *arg) { struct snap_arg *a = arg; return vpool_snap_crea
 int storage_snap_create(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                         char *err, size_t errlen)
 {
-    struct vpool *vp;
+    struct vpool *vp = NULL;
     char vol[64];
-    int rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
-    if (rc) return rc;
+    int is_ceph, rc;
+    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
+    if (!is_ceph && (rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen)) != 0) return rc;
+    if (is_ceph && !cp) return rc;
     struct snap_arg a = { vp, vol, snap };
+    struct ceph_snap_arg ca = { cp, vol, snap, err, errlen };
     struct nasd_fsroot *fs = NULL;
     if (is_ds) {
         struct pool *p = find_pool(st, pool);
@@ -59,6 +80,11 @@ int storage_snap_create(struct storage *st, const char *pool, const char *obj, i
         for (struct open_dataset *d = p ? p->datasets : NULL; d; d = d->next)
             if (!strcmp(d->name, obj)) fs = nasd_fsroot_get(d->fs);
         pthread_mutex_unlock(&st->lock);
+    }
+    if (cp) {   /* the dataset's filesystem held at a commit point, as for engine pools */
+        rc = fs ? nasd_ext2_commit_hold(fs, do_ceph_snap, &ca) : do_ceph_snap(&ca);
+        nasd_fsroot_put(fs);
+        return rc;
     }
     rc = fs ? nasd_ext2_commit_hold(fs, do_snap, &a) : do_snap(&a);
     nasd_fsroot_put(fs);
@@ -70,7 +96,10 @@ int storage_snap_destroy(struct storage *st, const char *pool, const char *obj, 
 {
     struct vpool *vp;
     char vol[64];
-    int rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    int is_ceph, rc;
+    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
+    if (is_ceph) return cp ? ceph_snap_destroy(cp, vol, snap, err, errlen) : rc;
+    rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
     if (!rc) rc = vpool_snap_destroy(vp, vol, snap);
     for (int i = 0; rc == -EBUSY && i < 50; i++) {   /* a just-removed export may still hold it */
         usleep(20000);
@@ -92,7 +121,14 @@ json_t *storage_snap_list(struct storage *st, const char *pool, const char *obj,
 {
     struct vpool *vp;
     char vol[64], err[256];
-    int rc = prep(st, pool, obj, is_ds, &vp, vol, err, sizeof err);
+    int is_ceph, rc;
+    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, sizeof err);
+    if (is_ceph) {
+        if (cp) return ceph_snap_list(cp, vol, NULL, errp);
+        *errp = rc;
+        return NULL;
+    }
+    rc = prep(st, pool, obj, is_ds, &vp, vol, err, sizeof err);
     int n = rc ? rc : vpool_snap_list(vp, vol, NULL, 0);
     if (n < 0) { *errp = n; return NULL; }
     struct vpool_snap_info *si = calloc(n ? n : 1, sizeof *si);
@@ -108,7 +144,16 @@ json_t *storage_snap_get(struct storage *st, const char *pool, const char *obj, 
 {
     struct vpool *vp;
     char vol[64], err[256];
-    int rc = prep(st, pool, obj, is_ds, &vp, vol, err, sizeof err);
+    int is_ceph, rc;
+    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, sizeof err);
+    if (is_ceph) {
+        json_t *one = cp ? ceph_snap_list(cp, vol, snap, errp) : NULL;
+        if (!cp) *errp = rc;
+        json_t *s0 = json_incref(json_array_get(one, 0));
+        json_decref(one);
+        return s0;
+    }
+    rc = prep(st, pool, obj, is_ds, &vp, vol, err, sizeof err);
     struct vpool_snap_info si;
     if (!rc) rc = vpool_snap_info(vp, vol, snap, &si);
     if (rc) { *errp = rc; return NULL; }
@@ -137,7 +182,14 @@ int storage_snap_rollback(struct storage *st, const char *pool, const char *obj,
 {
     struct vpool *vp;
     char vol[64];
-    int rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    int is_ceph, rc;
+    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
+    if (is_ceph) {
+        if (!cp) return rc;
+        if (is_ds) forget_dataset(st, pool, obj);   /* also lets go of the image's lock */
+        return ceph_snap_rollback(cp, vol, snap, err, errlen);
+    }
+    rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
     if (rc) return rc;
     if (is_ds) forget_dataset(st, pool, obj);
     rc = vpool_snap_rollback(vp, vol, snap);
@@ -149,7 +201,13 @@ int storage_snap_clone(struct storage *st, const char *pool, const char *obj, in
 {
     struct vpool *vp;
     char vol[64], cvol[64];
-    int rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    int is_ceph, rc;
+    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
+    if (is_ceph) {
+        if (!cp || (rc = engine_name(clone, is_ds, cvol, err, errlen)) != 0) return rc;
+        return ceph_clone(cp, vol, snap, cvol, is_ds ? "dataset" : "volume", clone, err, errlen);
+    }
+    rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
     if (!rc) rc = engine_name(clone, is_ds, cvol, err, errlen);
     if (!rc && (rc = vpool_snap_clone(vp, vol, snap, cvol))) msg(rc, err, errlen, pool, obj, snap, "clone");
     return rc;
@@ -206,6 +264,13 @@ nasd_bdev *storage_snap_open_volume(struct storage *st, const char *pool, const 
                                     uint32_t block_size, int *errp)
 {
     char err[256];
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    if (is_ceph) {
+        if (cp) return ceph_snap_open(cp, vol, snap, block_size, errp);
+        *errp = -ENXIO;
+        return NULL;
+    }
     struct vpool *vp = engine(st, pool, err, sizeof err);
     if (!vp) { *errp = -ENOENT; return NULL; }
     return vpool_snap_open(vp, vol, snap, block_size, errp);
@@ -215,10 +280,12 @@ struct nasd_fsroot *storage_snap_open_dataset(struct storage *st, const char *po
                                               uint64_t fsid, int *errp)
 {
     char err[256], vol[64], full[200];
-    struct vpool *vp = engine(st, pool, err, sizeof err);
-    if (!vp) { *errp = -ENOENT; return NULL; }
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    struct vpool *vp = is_ceph ? NULL : engine(st, pool, err, sizeof err);
+    if (!vp && !cp) { *errp = is_ceph ? -ENXIO : -ENOENT; return NULL; }
     if ((*errp = engine_name(ds, 1, vol, err, sizeof err))) return NULL;
-    nasd_bdev *b = vpool_snap_open(vp, vol, snap, 4096, errp);
+    nasd_bdev *b = cp ? ceph_snap_open(cp, vol, snap, 4096, errp) : vpool_snap_open(vp, vol, snap, 4096, errp);
     if (!b) return NULL;
     nasd_bdev *ov = nasd_overlay_bdev(b, errp);
     nasd_bdev_put(b);
@@ -232,9 +299,11 @@ struct nasd_fsroot *storage_snap_open_dataset(struct storage *st, const char *po
 int storage_volume_origin(struct storage *st, const char *pool, const char *obj, int is_ds, char *ovol, char *osnap)
 {
     char err[256], vol[64];
-    struct vpool *vp = engine(st, pool, err, sizeof err);
-    if (!vp || engine_name(obj, is_ds, vol, err, sizeof err)) return -ENOENT;
-    int rc = vpool_vol_origin(vp, vol, ovol, osnap);
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    struct vpool *vp = is_ceph ? NULL : engine(st, pool, err, sizeof err);
+    if ((!vp && !cp) || engine_name(obj, is_ds, vol, err, sizeof err)) return -ENOENT;
+    int rc = cp ? ceph_image_origin(cp, vol, ovol, osnap) : vpool_vol_origin(vp, vol, ovol, osnap);
     if (!rc && is_ds && ovol[0] == '.') memmove(ovol, ovol + 1, strlen(ovol));
     return rc;
 }

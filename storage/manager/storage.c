@@ -46,6 +46,7 @@ void storage_free(struct storage *st)
             pool_owner_mark(p, VPOOL_OWNER_EXPORTED);
         }
         members_unlock(p->lock_fd, VPOOL_MAX_MEMBERS);
+        ceph_pool_close(p->ceph);
         free(p);
     }
     pthread_mutex_destroy(&st->lock);
@@ -65,6 +66,7 @@ struct vpool *engine(struct storage *st, const char *name, char *err, size_t err
 {
     struct pool *p = find_pool(st, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return NULL; }
+    if (p->is_ceph) { snprintf(err, errlen, "pool %s is on a Ceph cluster: this is for local pools only", name); return NULL; }
     if (!p->vp) snprintf(err, errlen, "pool %s is not available: %s", name, p->import_error);
     return p->vp;
 }
@@ -147,7 +149,7 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
     }
     int fds[VPOOL_MAX_MEMBERS], create[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < n; i++) create[i] = m[i].create;
-    int rc = members_lock(paths, create, n, fds, err, errlen);
+    int rc = members_lock(paths, create, n, 1, fds, err, errlen);
     if (rc) {
         for (int i = 0; i < n; i++) if (m[i].create) unlink(m[i].path);
         return rc;
@@ -172,7 +174,7 @@ int storage_pool_open(struct storage *st, const char *name, const char *layout,
     struct vpool_opts o = { .cache_bytes = st->cache_bytes };
     struct vpool *vp = NULL;
     int fds[VPOOL_MAX_MEMBERS];
-    int rc = members_lock(paths, NULL, n, fds, err, errlen);
+    int rc = members_lock(paths, NULL, n, 0, fds, err, errlen);   /* restore: locks only */
     if (!rc) rc = members_check_owner(paths, n, err, errlen);
     if (!rc) rc = vpool_import(paths, n, &o, &vp, err, errlen);
     if (rc) members_unlock(fds, n);
@@ -196,8 +198,10 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
     struct vpool_opts o = { .cache_bytes = st->cache_bytes };
     struct vpool *vp;
     int fds[VPOOL_MAX_MEMBERS];
-    int rc = members_lock(paths, NULL, n, fds, err, errlen);
-    if (!rc && !force) rc = members_check_owner(paths, n, err, errlen);
+    /* another host's heartbeat first: what tells the user the pool is live elsewhere */
+    int rc = force ? 0 : members_check_owner(paths, n, err, errlen);
+    if (rc) return rc;
+    rc = members_lock(paths, NULL, n, 1, fds, err, errlen);
     if (!rc) rc = vpool_import(paths, n, &o, &vp, err, errlen);
     if (rc) { members_unlock(fds, n); return rc; }
     struct vpool_status s;
@@ -233,6 +237,13 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
     datasets_close_all(p);   /* only the storage's references: reopened on demand if the destroy fails */
     p->hb_off = 1;           /* no heartbeat may overwrite the "destroyed" mark below */
     pthread_mutex_unlock(&st->lock);
+    if (p->ceph) {
+        json_t *v = ceph_pool_list(p->ceph, 0), *d = ceph_pool_list(p->ceph, 1);
+        if (!json_array_size(v) && !json_array_size(d)) ceph_pool_forget(p->ceph); /* no gateway needs it */
+        json_decref(v);
+        json_decref(d);
+        ceph_pool_close(p->ceph);
+    }
     if (p->vp) {
         rc = vpool_destroy(p->vp);
         for (int i = 0; rc == -EBUSY && i < 100; i++) {  /* iSCSI commands of a just-removed export */
@@ -265,6 +276,14 @@ json_t *storage_pool_status(struct storage *st, const char *name)
 {
     struct pool *p = find_pool(st, name);
     if (!p) return NULL;
+    if (p->is_ceph) {
+        char err[256];
+        int is_ceph;
+        struct ceph_pool *cp = ceph_of(st, name, &is_ceph, err, sizeof err);
+        if (cp) return ceph_pool_status(cp);
+        return json_pack("{s:s, s:s, s:I, s:I, s:I, s:[]}", "state", "FAULTED", "error", p->import_error,
+                         "size", (json_int_t)0, "allocated", (json_int_t)0, "free", (json_int_t)0, "members");
+    }
     json_t *members = json_array();
     if (!p->vp) {
         for (int i = 0; i < p->nmembers; i++)
@@ -326,7 +345,7 @@ int storage_pool_member(struct storage *st, const char *name, const char *op, in
         if (create_size && stat(new_path, &s) == 0) { snprintf(err, errlen, "%s already exists", new_path); return -EEXIST; }
         if (!create_size && stat(new_path, &s) != 0) { snprintf(err, errlen, "%s does not exist", new_path); return -ENOENT; }
         int fd, cr = create_size > 0;
-        rc = members_lock(&new_path, &cr, 1, &fd, err, errlen);
+        rc = members_lock(&new_path, &cr, 1, 1, &fd, err, errlen);
         if (rc) return rc;
         rc = vpool_member_replace(vp, idx, new_path, create_size);
         pthread_mutex_lock(&st->lock);
@@ -369,6 +388,9 @@ json_t *volume_list(struct vpool *vp, int datasets)
 json_t *storage_pool_volumes(struct storage *st, const char *name)
 {
     char err[256];
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, name, &is_ceph, err, sizeof err);
+    if (is_ceph) return cp ? ceph_pool_list(cp, 0) : NULL;
     struct vpool *vp = engine(st, name, err, sizeof err);
     return vp ? volume_list(vp, 0) : NULL;
 }
@@ -405,6 +427,10 @@ static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_
 int storage_volume_create(struct storage *st, const char *pool, const char *name, uint64_t size, int lz4,
                           char *err, size_t errlen)
 {
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+    if (is_ceph) return !cp ? -ENXIO : lz4 ? (snprintf(err, errlen, "ceph pools do not compress (lz4)"), -EINVAL)
+                                           : ceph_volume_create(cp, name, size, err, errlen);
     struct vpool *vp = engine(st, pool, err, errlen);
     if (!vp) return -ENOENT;
     *err = 0;
@@ -421,6 +447,9 @@ int storage_volume_create(struct storage *st, const char *pool, const char *name
 int storage_volume_resize(struct storage *st, const char *pool, const char *name, uint64_t size,
                           char *err, size_t errlen)
 {
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+    if (is_ceph) return cp ? ceph_volume_resize(cp, name, size, err, errlen) : -ENXIO;
     struct vpool *vp = engine(st, pool, err, errlen);
     if (!vp) return -ENOENT;
     int rc = reserve(vp, pool, name, size, err, errlen);
@@ -432,6 +461,9 @@ int storage_volume_resize(struct storage *st, const char *pool, const char *name
 
 int storage_volume_destroy(struct storage *st, const char *pool, const char *name, char *err, size_t errlen)
 {
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+    if (is_ceph) return cp ? ceph_volume_destroy(cp, name, err, errlen) : -ENXIO;
     struct vpool *vp = engine(st, pool, err, errlen);
     if (!vp) return -ENOENT;
     int rc = vpool_vol_destroy(vp, name);
@@ -449,6 +481,13 @@ nasd_bdev *storage_volume_open(struct storage *st, const char *pool, const char 
                                uint32_t block_size, int *errp)
 {
     char err[256];
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    if (is_ceph) {
+        if (cp) return ceph_volume_open(cp, name, block_size, errp);
+        *errp = -ENXIO;
+        return NULL;
+    }
     struct vpool *vp = engine(st, pool, err, sizeof err);
     if (!vp) { *errp = -ENOENT; return NULL; }
     return vpool_vol_open(vp, name, block_size, errp);
@@ -474,6 +513,9 @@ uint64_t vol_allocated(struct vpool *vp, const char *vol)
 uint64_t storage_volume_used(struct storage *st, const char *pool, const char *name)
 {
     char err[256];
+    int is_ceph;
+    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    if (is_ceph) return cp ? ceph_volume_used(cp, name) : 0;
     struct vpool *vp = engine(st, pool, err, sizeof err);
     return vp ? vol_allocated(vp, name) : 0;
 }

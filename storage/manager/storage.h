@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include "storage/bdev.h"
 #include "storage/fsroot.h"
+#include "storage/ceph/ceph.h"
 
 struct storage;
 
@@ -22,6 +23,11 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
 /* Re-open a pool recorded in the DB at start-up. */
 int storage_pool_open(struct storage *st, const char *name, const char *layout,
                       const struct storage_member *m, int n, char *err, size_t errlen);
+/* A pool on a Ceph cluster (storage/ceph): volumes and datasets are RBD images in
+ * c->pool. create: the cluster must answer; open (start-up): the pool is kept, shown
+ * FAULTED, and reconnected on use when the cluster is down. */
+int storage_ceph_pool_add(struct storage *st, const char *name, const struct ceph_conf *c, int create,
+                          char *err, size_t errlen);
 int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t errlen);
 /* Import a pool from its member disks alone (labels name the layout and order).
  * *layout gets the layout name. */

@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include "storage/manager/storage.h"
 #include "storage/pool/vpool.h"
+#include "storage/ceph/ceph.h"
+#include <time.h>
 
 #define VP_LIST_MAX 256 /* more than the engine's volume table holds */
 
@@ -21,6 +23,11 @@ struct pool {
     int nmembers;
     char members[VPOOL_MAX_MEMBERS][1024];
     struct open_dataset *datasets;  /* under storage.lock */
+    /* ceph pools (layout "ceph"): conf set, ceph NULL while the cluster cannot be reached */
+    int is_ceph;
+    struct ceph_conf ceph_conf;
+    struct ceph_pool *ceph;
+    time_t ceph_retry;
     int lock_fd[VPOOL_MAX_MEMBERS]; /* flock held on each member while open; -1 none (member_lock.c) */
     uint8_t uuid[16];
     uint64_t hb_seq;                /* owner-sector heartbeat (under storage.lock) */
@@ -40,6 +47,9 @@ struct storage {
 };
 
 struct pool *find_pool(struct storage *st, const char *name);
+/* The pool's cluster connection if it is a ceph pool (reconnecting if it was lost at
+ * start-up); sets *is_ceph. NULL with a message when it is ceph but unreachable. */
+struct ceph_pool *ceph_of(struct storage *st, const char *name, int *is_ceph, char *err, size_t errlen);
 /* The pool's engine, or NULL with a message (unknown or not imported). */
 struct vpool *engine(struct storage *st, const char *name, char *err, size_t errlen);
 void pool_dir(struct storage *st, const char *pool, const char *sub, const char *name, char *out, size_t outlen);
@@ -57,8 +67,9 @@ int datasets_busy(struct storage *st, struct pool *p, const char *name, char *er
 
 /* ---- member ownership (member_lock.c) ---- */
 /* Locks every member (creating the file when create[i]); missing ones get -1. -EBUSY with
- * a message naming the holder when one is open by another pool or process. */
-int members_lock(const char *const *paths, const int *create, int n, int *fds, char *err, size_t errlen);
+ * a message naming the holder when one is locked by another pool or process; strict (new
+ * members from the API): also when any other process merely has it open. */
+int members_lock(const char *const *paths, const int *create, int n, int strict, int *fds, char *err, size_t errlen);
 void members_unlock(int *fds, int n);
 /* -EBUSY with a message when a member's owner sector shows another live nasd using the pool
  * (a shared disk another host has imported); force skips this. */

@@ -143,6 +143,7 @@ static bool hdr_ok(struct snd_hdr *h)
     h->csum = c;
     return ok && h->magic == SND_MAGIC && h->version == SND_VERSION && h->size && h->size <= (1ull << 50) &&
            memchr(h->snap, 0, sizeof h->snap) && memchr(h->from, 0, sizeof h->from) && vp_name_ok(h->snap) &&
+           !strstr(h->snap, "..") && h->snap[0] != '.' &&   /* what the REST name rule allows */
            (!h->from[0] || vp_name_ok(h->from)) && !(h->flags & ~(uint32_t)(VPOOL_VOL_LZ4 | VPOOL_VOL_THIN));
 }
 

@@ -4,7 +4,8 @@
 // watches the export's live IOPS move on the dashboard and checks the job's result.
 // Then pool maintenance on the pool's page: a scrub to completion, member 1 offline
 // (DEGRADED), member 2 refused by the API (409 shown), member 1 online again (resilver,
-// ONLINE); importing a pool from disks prepared with vpool_tool (--import-dir); a dataset
+// ONLINE); creating a pool on the disks of an exported pool (refused, the form offers to
+// import it), importing a pool from disks prepared with vpool_tool (--import-dir); a dataset
 // with owner/mode and an NFS export created and edited to read-only through the forms.
 //
 //   node e2e.mjs --url http://127.0.0.1:8080 --tmp /tmp/dir --shots /tmp/dir/shots [--import-dir DIR]
@@ -273,6 +274,21 @@ try {
     begin(`import pool ${IMPORTED} from the disks in ${opt['import-dir']}`);
     await go('pools');
     const importDisks = fs.readdirSync(opt['import-dir']).sort().map((f) => path.join(opt['import-dir'], f));
+    // creating a pool on those disks is refused; the form offers to import them instead
+    await fillPoolForm('e2eoverwrite', 'mirror', importDisks);
+    for (const box of await page.locator('#pool-members [data-testid="member-create"]').all()) await box.uncheck();
+    for (const box of await page.locator('#pool-members [data-testid="member-size"]').all()) await box.fill('');
+    const refusedP = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/api/v1/pools'));
+    await page.click('#pool-create');
+    const refused = await (await refusedP).json();
+    await tid('import-suggestion').waitFor();
+    check(await tid('overwrite-instead').count() === (refused.force_required ? 1 : 0),
+      `overwrite offered ${await tid('overwrite-instead').count()} times, force_required ${refused.force_required}`);
+    log(`  create refused: ${(await tid('import-suggestion').textContent()).slice(0, 120)}`);
+    await tid('import-instead').click();
+    check(await page.inputValue('#import-members') === importDisks.join('\n'), 'import form not filled with the disks');
+    check(/\S/.test(await page.inputValue('#import-name')), 'import form has no pool name');
+    check(await tid('pool-row-e2eoverwrite').count() === 0, 'a pool was created on the exported disks');
     await page.fill('#import-name', IMPORTED);
     await page.fill('#import-members', path.join(tmp, 'no-such-disk.img'));
     await page.click('#import-submit');

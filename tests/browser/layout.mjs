@@ -23,10 +23,11 @@ try {
   await R('POST', 'datasets', { pool: POOL, name: DS, quota: '32M', comment: 'a comment that is rather long '.repeat(3) });
   await R('POST', 'exports/iscsi', { name: TGT, luns: [{ lun: 0, volume: `${POOL}/${VOL}` }] });
   await R('POST', 'exports/nfs', { name: NFS, dataset: `${POOL}/${DS}`, clients: ['127.0.0.0/8', '192.168.100.0/24'] });
+  await R('POST', `volumes/${POOL}/${VOL}/snapshots`, { name: long('snap') }).catch((e) => log(`  no snapshot seeded: ${e.message}`));
   const job = await R('POST', `exports/iscsi/${TGT}/selftest`, { pattern: '4k-randread', seconds: 1, queue_depth: 4 });
   await until(async () => (await R('GET', `jobs/${job.id}`)).status !== 'running', 'seed self-test to end', 20000, 300);
 
-  const pages = ['dashboard', 'pools', `pools/${POOL}`, 'datasets', 'volumes', 'iscsi', 'nfs', 'selftest', `selftest/${job.id}`];
+  const pages = ['dashboard', 'pools', `pools/${POOL}`, 'datasets', 'volumes', 'iscsi', 'nfs', 'snapshots', 'selftest', `selftest/${job.id}`];
   for (const [w, hgt, label] of [[390, 844, 'phone'], [1280, 800, 'desktop']]) {
     begin(`${label} ${w}x${hgt}: no page overflows horizontally`);
     b = await launch({ width: w, height: hgt });

@@ -114,6 +114,7 @@ try {
   await go(`pools/${POOL}`);
   check(await tid('resilver-status').textContent() === 'idle', 'resilver not idle');
   check(await tid('resilver-progress').count() === 0, 'progress bar shown for an idle resilver');
+  check(await tid('scrub-progress').count() === 0, 'progress bar shown for a scrub that never ran');
   check(/all members are in sync/.test(await tid('resilver-idle').textContent()), 'no idle resilver text');
   check(await tid('pool-unreserved').count() === 1, 'pool page has no unreserved figure');
 
@@ -136,7 +137,7 @@ try {
   await page.screenshot({ path: path.join(opt.shots, 'dashboard-charts.png'), fullPage: true });
 
   begin('no raw byte counts (7+ digit numbers) on any page');
-  for (const p of ['dashboard', 'pools', `pools/${POOL}`, 'datasets', 'volumes', 'iscsi', 'nfs', 'selftest', `selftest/${job.id}`]) {
+  for (const p of ['dashboard', 'pools', `pools/${POOL}`, 'datasets', 'volumes', 'iscsi', 'nfs', 'snapshots', 'selftest', `selftest/${job.id}`]) {
     await go(p);
     await page.waitForTimeout(300);
     await noRawNumbers(`#/${p}`);
@@ -226,7 +227,7 @@ try {
     await go(`selftest/${fj.id}`);
     await tid('st-error').waitFor();
     check(await tid('st-status').textContent() === 'failed', 'real failed job not shown as failed');
-    check((await tid('st-cause').textContent()).includes(end.cause), `cause shown "${await tid('st-cause').textContent()}", API says ${end.cause}`);
+    check(/ — /.test(await tid('st-cause').textContent()) && (await tid('st-cause').textContent()).includes(end.cause), `cause shown "${await tid('st-cause').textContent()}", API says ${end.cause}`);
     check(/failed-row/.test(await tid(`job-row-${fj.id}`).getAttribute('class')), 'real failed job row not highlighted');
     check(!/\d{7,}/.test(await tid('st-error').textContent()), 'failed job error shows a raw byte count');
     log(`  real failed job ${fj.id}: ${end.cause}: ${await tid('st-error').textContent()}`);

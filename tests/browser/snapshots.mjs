@@ -31,7 +31,8 @@ const ctx = await chromium.launchPersistentContext(profile, { executablePath: op
 let ok = false;
 try {
   const page = ctx.pages()[0] || await ctx.newPage();
-  page.on('dialog', (d) => (d.type() === 'prompt' ? d.accept('uiclone') : d.accept()));
+  let answers = ['uiclone'];   // prompt answers, in order
+  page.on('dialog', (d) => (d.type() === 'prompt' ? d.accept(answers.shift() ?? '') : d.accept()));
   await page.goto(`${base}/#/snapshots`);
   await page.waitForSelector('#snapshot-form');
   await page.selectOption('#snap-source', 'volume:sp/v');
@@ -56,6 +57,10 @@ try {
   await page.click('#task-create');
   await page.waitForSelector('[data-testid="snapshot-tasks-table"] tbody tr');
   await until(async () => (await api('GET', 'volumes/sp/v/snapshots')).some((s) => s.name.startsWith('uitask-')), 'the task ran');
+  const task = (await api('GET', 'snapshot-tasks'))[0];
+  answers = ['1d', '7'];
+  await page.click(`[data-testid="task-edit-${task.id}"]`);
+  await until(async () => { const t = await api('GET', `snapshot-tasks/${task.id}`); return t.interval_s === 86400 && t.keep === 7; }, 'task edited');
   ok = true;
   console.log('snapshots UI: ok');
 } finally {

@@ -29,6 +29,8 @@ try {
   await R('POST', 'pools', { name: POOL, layout: 'stripe', members: [{ path: path.join(opt.tmp, 'd1.img'), size: '128M', create: true }] });
   await R('POST', 'volumes', { pool: POOL, name: VOL, size: '16M' });
   await R('POST', 'exports/iscsi', { name: TGT, luns: [{ lun: 0, volume: `${POOL}/${VOL}` }] });
+  await page.goto(`${base}/#/snapshots`); // loads the page's script while nasd is up
+  await page.locator('main h1', { hasText: 'Snapshots' }).waitFor();
   await page.goto(`${base}/#/dashboard`);
   await tid(`dash-pool-${POOL}`).waitFor();
   await tid(`export-row-iscsi-${TGT}`).waitFor();
@@ -54,6 +56,10 @@ try {
   await tid('load-error').waitFor();
   check(/cannot list pools/.test(await tid('load-error').textContent()), 'pools page does not say it could not list pools');
   check(!/No pools yet/.test(await mainText()), 'pools page shows "No pools yet" while nasd is down');
+  await tid('nav-snapshots').click();
+  await page.locator('#snapshots-list [data-testid="load-error"]').waitFor(); // tasks and replication lists say so too
+  check(/cannot list volumes and datasets/.test(await page.locator('#snapshots-list').textContent()), 'snapshots page does not say it could not list');
+  check(!/no volumes or datasets|Create a volume or dataset first/.test(await mainText()), 'snapshots page shows an empty state while nasd is down');
   await tid('nav-dashboard').click(); // a fresh dashboard, nothing loaded
   await tid('card-pools').waitFor();
   await page.waitForTimeout(1500);

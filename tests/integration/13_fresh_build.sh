@@ -20,10 +20,10 @@ exec $REAL "\$@"
 SH
 chmod +x "$TMP/bin/pkg-config"
 
-# prepare DIR: the compiled objects, without any linked program
+# prepare DIR [SRC]: the compiled objects of SRC (build), without any linked program
 prepare() {
   mkdir -p "$1"
-  cp -a build/obj build/libnasd.a "$1"/
+  cp -a "${2:-build}/obj" "${2:-build}/libnasd.a" "$1"/
   find "$1/obj" -name '*.d' -delete   # they name build/obj paths; not needed for a relink
 }
 unit=$(ls tests/unit/test_*.c | head -1); unit=$(basename "$unit" .c)
@@ -38,12 +38,21 @@ echo "control: without the libraries make all fails to link, as on a fresh machi
 for target in test; do   # test = deps, then build in a second make, then run-tests.sh (run and bench the same)
   rm -f "$TMP/installed"
   prepare "$TMP/$target"
+  # (the deps step takes 2 s, so anything not waiting for it parses the Makefile too early)
+  # make test also builds the ASan binaries (mk/asan.mk, in parallel with -j2): relinked
+  # from a copy of build-asan when there is one, else that part is not checked here
+  BA_ARG=BA="$TMP/$target-asan"
+  if [ -f build-asan/libnasd.a ]; then prepare "$TMP/$target-asan" build-asan; cp -a build-asan/tools "$TMP/$target-asan/" 2>/dev/null
+    find "$TMP/$target-asan/tools" -type f -perm -u+x -delete; else echo "note: no build-asan to copy; the ASan part builds from scratch"; fi
   # test runs run-tests.sh too: narrowed to no tests, so only the build is exercised here
   PATH="$TMP/bin:$PATH" INTEGRATION_ONLY=1 TESTS=__none__ \
-    make --no-print-directory -j2 B="$TMP/$target" DEPS="touch $TMP/installed" $target >"$TMP/$target.log" 2>&1 ||
+    make --no-print-directory -j2 B="$TMP/$target" "$BA_ARG" DEPS="sleep 2; touch $TMP/installed" $target >"$TMP/$target.log" 2>&1 ||
     { tail -20 "$TMP/$target.log"; fail "make $target failed on the first run"; }
   [ -x "$TMP/$target/nasd" ] || fail "make $target: no nasd binary"
   [ -x "$TMP/$target/tests/$unit" ] || fail "make $target: no unit test binary $unit"
+  if grep -q '^test: asan' mk/*.mk 2>/dev/null; then
+    [ -x "$TMP/$target-asan/nasd" ] || fail "make $target: no ASan nasd"
+  fi
   "$TMP/$target/nasd" --help >/dev/null 2>&1 || "$TMP/$target/nasd" --version >/dev/null 2>&1 ||
     ldd "$TMP/$target/nasd" | grep -q jansson || fail "make $target: nasd does not run"
   echo "make $target: first run with the libraries installed by the deps step links nasd and the unit tests"

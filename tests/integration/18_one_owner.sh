@@ -3,8 +3,8 @@
 # - a second nasd on the same --db/--state-dir (the issue's repro) is refused, naming the
 #   first one's pid, and A's files written afterwards survive A's restart intact;
 # - the same state dir with another DB, and the same DB with another state dir, are refused;
-# - a member open in another nasd (import, or create with force) or locked by another
-#   process is refused with the holder's pid; a member of a pool open here is refused too;
+# - a member open in another nasd (import, or create with force), locked by another process
+#   or merely open in one is refused with the holder's pid; a member of a pool open here too;
 # - a pool whose owner sector heartbeat still advances (another "host", NASD_HOSTID) is not
 #   imported unless forced; once the heartbeat stops it imports.
 set -u
@@ -80,6 +80,13 @@ api POST pools "{\"name\":\"held\",\"members\":[\"$T/held.img\"]}" >/dev/null
 echo "member locked by another process: $(jget "$BODY" .error.message)"
 SLEEPER=$(pgrep -P $HOLD); kill $HOLD $SLEEPER; wait $HOLD 2>/dev/null
 expect 201 POST pools "{\"name\":\"held\",\"members\":[\"$T/held.img\"]}"
+truncate -s 128M "$T/busy.img"
+sleep 60 < "$T/busy.img" & BUSY=$!; PIDS+=("$BUSY")   # merely has it open, no lock
+api POST pools "{\"name\":\"busy\",\"members\":[\"$T/busy.img\"]}" >/dev/null
+[ "$STATUS" = 409 ] && jget "$BODY" .error.message | grep -q "open in process $BUSY (sleep)" || fail "member open in $BUSY: $STATUS $BODY"
+echo "member open in another process: $(jget "$BODY" .error.message)"
+kill $BUSY; wait $BUSY 2>/dev/null
+expect 201 POST pools "{\"name\":\"busy\",\"members\":[\"$T/busy.img\"]}"
 kill -TERM $C_PID; wait $C_PID 2>/dev/null
 NASD_PID=$SAVED_PID API=$SAVED_API
 ln -s "$T/m1" "$T/m1-link"

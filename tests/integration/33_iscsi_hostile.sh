@@ -2,21 +2,16 @@
 # Hostile initiators against the iSCSI target (issue #11), each case a regression test
 # for one defect: VERIFY/WRITE SAME/COMPARE AND WRITE with missing or short data-out,
 # reinstatement and target removal while sessions are busy, resets with unread output
-# queued, short and reflected mutual-CHAP challenges. The target runs as an ASan+UBSan
-# build of tools/iscsi_serve (clang, mk/iscsi.mk) when clang is there, so a
-# use-after-free or over-read fails the test even when it does not crash.
+# queued, short and reflected mutual-CHAP challenges, client strings in the log. The
+# target is the ASan+UBSan build of tools/iscsi_serve (make asan, part of make test)
+# when it exists, so a use-after-free or over-read fails the test even when it does not
+# crash; the hostile client is the plain build.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-B=${B:-build}
-FB=${FB:-build-fuzz}
-[ -x "$B/tools/iscsi_hostile" ] || { echo "$B/tools/iscsi_hostile not built"; exit 1; }
-SERVE=$B/tools/iscsi_serve
-if [ -z "${NO_ASAN:-}" ] && command -v clang >/dev/null; then
-    make -s --no-print-directory FB="$FB" "$FB/tools/iscsi_serve" >/dev/null || { echo "ASan build failed"; exit 1; }
-    SERVE=$FB/tools/iscsi_serve
-fi
-export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-H=$B/tools/iscsi_hostile
+H=${B:-build}/tools/iscsi_hostile
+[ -x "$H" ] || { echo "$H not built"; exit 1; }
+. tests/integration/lib.sh && use_asan_build
+SERVE=${B:-build}/tools/iscsi_serve
 tmp=$(mktemp -d /tmp/nasd-iscsi-hostile.XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }

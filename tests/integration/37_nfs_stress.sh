@@ -34,7 +34,7 @@ conns=$(awk '/^conns/ {print $2}' <<<"$out")
 grow=$(( (max_rss - base_rss) / 1024 ))
 echo "RSS peak $((max_rss / 1024)) MiB (+$grow MiB, bound +$RSS_BOUND_MB), $conns hostile connections, REST $bad of $checks checks failed"
 [ "$conns" -ge 300 ] || fail "only $conns hostile connections made"
-[ "$checks" -ge $((SECS * 3)) ] || fail "only $checks REST checks ran"
+[ "$checks" -ge "$SECS" ] || fail "only $checks REST checks ran (one a second at least)"
 [ "$bad" = 0 ] || fail "REST failed $bad of $checks checks during the attack"
 [ "$grow" -le "$RSS_BOUND_MB" ] || fail "RSS grew by $grow MiB (bound $RSS_BOUND_MB)"
 for _ in $(seq 40); do [ "$(fds)" -le $((base_fds + 2)) ] && break; sleep 0.5; done

@@ -33,4 +33,4 @@ expect 201 POST datasets '{"pool":"tank","name":"s","mode":"0777"}'
 expect 201 POST exports/nfs '{"dataset":"tank/s","root_squash":false}'
 charged_share 'type="nfs",export="tank_s"' \
   "$ROOT/build/bench/nfs_bench" --server 127.0.0.1 --export /tank/s --nfsport $NFS_PORT --mountport $MOUNT_PORT \
-  --dirs 2 --files 1000 --seconds 3 --size 67108864
+  --dirs 2 --files 1000 --seconds 3 --size 67108864 --phases meta,data

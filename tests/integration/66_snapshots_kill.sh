@@ -59,6 +59,7 @@ for i in 1 2 3 4; do
     check_all $cur
   fi
   $PAT write "$URL" $((30 + i)) 16 >/dev/null || fail "write seed $((30 + i))"
+  cur=$((30 + i))
   newest=$(api GET volumes/tank/v/snapshots | jq -r '.[-1].name // empty')
   if [ -n "$newest" ]; then
     kill_during POST "volumes/tank/v/snapshots/$newest/rollback" '{"force":true}'

@@ -498,8 +498,20 @@ static void test_quota(uint64_t quota)
     CHECK(nfs_truncate(nfs, "/r2.bin", 0) == 0, "truncate: %s", nfs_get_error(nfs));
     if (nfs_statvfs64(nfs, "/", &vfs) == 0) f3 = vfs.f_bfree * vfs.f_frsize;
     CHECK(f3 == f0, "after truncate usage is %llu, want 0", (unsigned long long)(f0 - f3));
-    CHECK(nfs_truncate(nfs, "/r2.bin", quota * 2) != 0, "truncate beyond the quota succeeded");
+    /* quota counts allocated blocks, like du: a 100 MiB sparse file with 4 KiB written
+     * (size past the quota) uses about 4 KiB */
+    uint64_t sparse = 100ull << 20, f4 = 0;
+    CHECK(nfs_truncate(nfs, "/r2.bin", quota * 2) == 0, "sparse truncate past the quota: %s", nfs_get_error(nfs));
+    if (nfs_open(nfs, "/r2.bin", O_RDWR, &fh) == 0) {
+        CHECK(nfs_pwrite(nfs, fh, sparse - 4096, 4096, b) == 4096, "4 KiB at 100 MiB - 4 KiB: %s", nfs_get_error(nfs));
+        nfs_close(nfs, fh);
+    }
+    if (nfs_statvfs64(nfs, "/", &vfs) == 0) f4 = vfs.f_bfree * vfs.f_frsize;
+    CHECK(f0 - f4 >= 4096 && f0 - f4 <= 65536, "a sparse file with 4 KiB written uses %llu bytes of quota",
+          (unsigned long long)(f0 - f4));
     nfs_unlink(nfs, "/r2.bin");
+    if (nfs_statvfs64(nfs, "/", &vfs) == 0) f4 = vfs.f_bfree * vfs.f_frsize;
+    CHECK(f4 == f0, "after removing the sparse file usage is %llu, want 0", (unsigned long long)(f0 - f4));
     free(b);
 }
 

@@ -45,6 +45,34 @@ START_TEST(migrations_and_pragmas)
 }
 END_TEST
 
+/* Migration 4 rebuilds the pools table (layout 'ceph'): rows of a version-3 database, and the
+ * references of members and volumes to their pool, must come through. */
+START_TEST(pools_rebuild_keeps_rows)
+{
+    char err[256];
+    ck_assert_int_eq(db_exec(&db, NULL, "DROP TABLE ceph_pools", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "UPDATE schema_version SET version=3", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pools(id, name, layout, created) VALUES(7,'tank','mirror',1)", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(7,0,'/d0',1)", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(7,'v',1,1)", ""), 0);
+    db_close(&db);
+    ck_assert_msg(db_open(&db, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(db_schema_version(&db), db_latest_schema_version());
+    ck_assert_int_eq(db_int(&db, -1, "PRAGMA foreign_keys", ""), 1);
+    ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools p JOIN pool_members m ON m.pool_id=p.id "
+                            "JOIN volumes v ON v.pool_id=p.id WHERE p.name='tank' AND p.layout='mirror'", ""), 1);
+    /* the references still work: a pool with volumes cannot go, members cascade */
+    ck_assert_int_ne(db_exec(&db, NULL, "DELETE FROM pools WHERE id=7", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "DELETE FROM volumes WHERE pool_id=7", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pools(id, name, layout, created) VALUES(8,'c','ceph',1)", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO ceph_pools(pool_id, rados_pool) VALUES(8,'rbd')", ""), 0);
+    ck_assert_int_ne(db_exec(&db, NULL, "INSERT INTO pools(name, layout, created) VALUES('x','zfs',1)", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "DELETE FROM pools WHERE id IN (7, 8)", ""), 0);
+    ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pool_members", ""), 0);
+    ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM ceph_pools", ""), 0);
+}
+END_TEST
+
 START_TEST(newer_schema_refused)
 {
     char err[256];
@@ -159,6 +187,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, migrations_and_pragmas);
     tcase_add_test(tc, newer_schema_refused);
+    tcase_add_test(tc, pools_rebuild_keeps_rows);
     tcase_add_test(tc, rows_as_json);
     tcase_add_test(tc, constraints);
     tcase_add_test(tc, transactions_and_settings);

@@ -329,6 +329,15 @@ START_TEST(t_send_receive)
     ck_assert_int_eq(vpool_snap_info(pa, "src", "s2", &sa), 0);
     ck_assert_int_eq(vpool_snap_info(pb, "dst", "s2", &sb), 0);
     ck_assert(!memcmp(sa.uuid, sb.uuid, 16));
+    {   /* a stream naming its snapshot ".." (checksums fixed up): refused */
+        struct mem dd = { malloc(full.len), full.len, full.len, 0 };
+        memcpy(dd.b, full.b, full.len);
+        memcpy(dd.b + 32, "..", 3);   /* snap[] of the header */
+        vp_stream_fix(dd.b, dd.len, NULL);
+        ck_assert_int_eq(vpool_receive(pb, "dots", 0, mem_source, &dd, snap, err, sizeof err), -EBADMSG);
+        ck_assert_int_eq(vpool_vol_flags(pb, "dots"), -ENOENT);
+        free(dd.b);
+    }
     inc.pos = 0;   /* the same increment again: its base is no longer the newest */
     ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &inc, snap, err, sizeof err), -ESTALE);
     full.pos = 0;

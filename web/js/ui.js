@@ -33,8 +33,10 @@ export function showError(box, msg) {
 }
 
 // Run an async form action: disables the submit button, shows a client-side error
-// (check() returns a message) or the API's error.message, and reports success.
-export function onSubmit(form, box, { check, run, done }) {
+// (check() returns a message) or the API's error.message, and reports success. run(extra)
+// gets {} or {force: true} (after the force question); fail(e, askForce) may handle an error
+// itself (askForce: null, or a function showing the force question).
+export function onSubmit(form, box, { check, run, done, fail }) {
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     showError(box, '');
@@ -46,7 +48,9 @@ export function onSubmit(form, box, { check, run, done }) {
       const res = await run({});
       if (done) await done(res);
     } catch (e) {
-      if (needsForce(e)) forceConfirm(box, e, async () => { const res = await run({ force: true }); if (done) await done(res); });
+      const again = async () => { const res = await run({ force: true }); if (done) await done(res); };
+      if (fail && fail(e, needsForce(e) ? () => forceConfirm(box, e, again) : null)) return;
+      if (needsForce(e)) forceConfirm(box, e, again);
       else showError(box, e instanceof ApiError ? e.message : `unexpected error: ${e.message}`);
     } finally {
       if (btn) btn.disabled = false;

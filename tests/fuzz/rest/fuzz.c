@@ -31,7 +31,8 @@ static int init(void)
     nasd_log_level = getenv("FUZZ_LOG") ? LOG_DEBUG : -1;
     char dir[sizeof SANDBOX + 32];
     snprintf(dir, sizeof dir, "%s%d", SANDBOX, (int)getpid()); /* one per process: -jobs=N works */
-    if (system("mkdir -p " SANDBOX) || mkdir(dir, 0700) || chdir(dir)) return -1;
+    /* no chdir: libFuzzer's corpus paths are relative; the API takes absolute paths only */
+    if (system("mkdir -p " SANDBOX) || mkdir(dir, 0700)) return -1;
     snprintf(sandbox_dir, sizeof sandbox_dir, "%s", dir);
     atexit(cleanup);
     struct nasd_config cfg;

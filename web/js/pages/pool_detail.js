@@ -43,7 +43,7 @@ function maintenance(p, startScrub, clearErrors) {
         h('span', { class: 'muted', 'data-testid': 'scrub-when' }, scrubText),
         h('span', { class: 'muted', 'data-testid': 'scrub-found' },
           sc.started ? `repaired ${fmt.count(sc.repaired || 0)} · unrepairable ${fmt.count(sc.unrepairable || 0)}` : '')),
-      progressBar(sc.started ? sc.progress : 0, 'scrub-progress')),
+      sc.started ? progressBar(sc.progress, 'scrub-progress') : null), // never run: no bar at 0 %
     h('div', { class: 'maint' },
       h('div', { class: 'maint-head' }, h('strong', {}, 'Resilver'),
         badge(rs.running ? 'running' : 'idle', rs.running ? 'warn' : 'muted', { 'data-testid': 'resilver-status' }),

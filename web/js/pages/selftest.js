@@ -31,7 +31,17 @@ function outcome(j) {
   if (st === 'done' && jobErrors(j) > 0) return { text: `done with ${fmt.count(jobErrors(j))} errors`, kind: 'warn' };
   return { text: st, kind: STATUS_KIND[st] || 'muted' };
 }
-const causeText = (j) => (j.cause ? (typeof j.cause === 'string' ? j.cause : j.cause.message || j.cause.code || JSON.stringify(j.cause)) : '');
+// selftest/ names these causes; anything else is shown as it comes
+const CAUSES = {
+  NOSPC: 'the pool is out of space', QUOTA: 'the dataset\'s quota is full', EIO: 'the storage returned I/O errors',
+  TIMEOUT: 'requests timed out', LOGIN: 'the iSCSI login failed', CONNECTION: 'the connection to the export was lost',
+  INTEGRITY: 'data read back differs from what was written',
+};
+const causeText = (j) => {
+  if (!j.cause) return '';
+  const c = typeof j.cause === 'string' ? j.cause : j.cause.message || j.cause.code || JSON.stringify(j.cause);
+  return CAUSES[c] ? `${c} — ${CAUSES[c]}` : c;
+};
 
 function startForm(iscsi, nfs, listError) {
   const targets = [

@@ -4,26 +4,45 @@ import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
-import { field, input, select, errorBox, onSubmit, table, action, section, button } from '../ui.js';
+import { field, input, select, errorBox, onSubmit, table, action, section, button, loadFailed } from '../ui.js';
 
 const when = (t) => (t ? new Date(t * 1000).toLocaleString() : '—');
 const every = (s) => (s % 86400 === 0 ? `${s / 86400}d` : s % 3600 === 0 ? `${s / 3600}h` : s % 60 === 0 ? `${s / 60}m` : `${s}s`);
 
 // [{ value: 'volume:pool/name', label }] for every volume and dataset
 async function sources() {
-  const [vols, dss] = await Promise.all([get('volumes').catch(() => []), get('datasets').catch(() => [])]);
+  let failed = null; // a list that could not be read is not an empty one
+  const [vols, dss] = await Promise.all([get('volumes'), get('datasets')].map((p) => p.catch((e) => { failed = e.message; return []; })));
+  if (failed) return Object.assign([], { failed });
   return [...vols.map((x) => ({ value: `volume:${x.full_name}`, label: `volume ${x.full_name}` })),
     ...dss.map((x) => ({ value: `dataset:${x.full_name}`, label: `dataset ${x.full_name}` }))];
+}
+// Edit a task's schedule and retention with two prompts; PATCH only what changed.
+async function editTask(path, x, refresh) {
+  const e = window.prompt('Every (e.g. 15m, 1h, 1d)', every(x.interval_s));
+  if (e === null) return;
+  const k = window.prompt('Keep (newest snapshots)', String(x.keep));
+  if (k === null) return;
+  if (!/^[1-9][0-9]{0,3}$/.test(k.trim())) { window.alert('keep must be a number 1..1000'); return; }
+  const body = {};
+  if (e.trim() !== every(x.interval_s)) body.every = /^[0-9]+$/.test(e.trim()) ? Number(e.trim()) : e.trim();
+  if (Number(k.trim()) !== x.keep) body.keep = Number(k.trim());
+  if (!Object.keys(body).length) return;
+  await action(() => patch(`${path}/${x.id}`, body), { ok: 'task updated', refresh });
 }
 const splitSource = (s) => { const i = s.indexOf(':'); return { kind: s.slice(0, i), full: s.slice(i + 1) }; };
 const base = (src) => { const { kind, full } = splitSource(src); const [pool, ...n] = full.split('/'); return `${kind}s/${key(pool, n.join('/'))}`; };
 
 function snapshotsSection(srcs) {
   const pick = select({ id: 'snap-source', name: 'source', 'aria-label': 'volume or dataset' },
-    srcs.length ? srcs : [{ value: '', label: '(no volumes or datasets)' }]);
+    srcs.length ? srcs : [{ value: '', label: srcs.failed ? '(volumes and datasets not loaded)' : '(no volumes or datasets)' }]);
   const listBox = h('div', { id: 'snapshots-list' });
   const refresh = async () => {
-    if (!pick.value) { fill(listBox, h('p', { class: 'sub' }, 'Create a volume or dataset first.')); return; }
+    if (!pick.value) {
+      fill(listBox, srcs.failed ? h('div', { class: 'error load-error', role: 'alert', 'data-testid': 'load-error' },
+        `cannot list volumes and datasets: ${srcs.failed}`) : h('p', { class: 'sub' }, 'Create a volume or dataset first.'));
+      return;
+    }
     const b = base(pick.value);
     try {
       const rows = await get(`${b}/snapshots`);
@@ -49,7 +68,7 @@ function snapshotsSection(srcs) {
             onclick: () => action(() => del(`${b}/snapshots/${key(x.name)}`), { confirmText: `Delete snapshot ${x.name}?`, ok: `snapshot ${x.name} deleted`, refresh }) })) },
       ], rows, { testid: 'snapshots-table', rowId: (x) => `snap-row-${x.name}`, empty: 'No snapshots yet.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list snapshots: ${e.message}`));
+      loadFailed(listBox, e, 'list snapshots');
     }
   };
   pick.addEventListener('change', refresh);
@@ -85,11 +104,12 @@ function tasksSection(srcs) {
         { label: 'Last run', cell: (x) => h('div', {}, when(x.last_run), x.last_error ? h('span', { class: 'sub error' }, x.last_error) : null) },
         { label: 'Actions', cell: (x) => h('div', { class: 'actions' },
           button('Run now', { class: 'btn small', onclick: () => action(() => post(`snapshot-tasks/${x.id}/run`), { ok: 'task started', refresh }) }),
+          button('Edit', { class: 'btn small', 'data-testid': `task-edit-${x.id}`, onclick: () => editTask('snapshot-tasks', x, refresh) }),
           button(x.enabled ? 'Disable' : 'Enable', { class: 'btn small', onclick: () => action(() => patch(`snapshot-tasks/${x.id}`, { enabled: !x.enabled }), { refresh }) }),
           button('Delete', { class: 'btn small danger', onclick: () => action(() => del(`snapshot-tasks/${x.id}`), { confirmText: 'Delete this task? Its snapshots stay.', ok: 'task deleted', refresh }) })) },
       ], rows, { testid: 'snapshot-tasks-table', empty: 'No periodic snapshots.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list tasks: ${e.message}`));
+      loadFailed(listBox, e, 'list tasks');
     }
   };
   const src = select({ id: 'task-source', name: 'source' }, srcs);
@@ -126,11 +146,12 @@ function replicationSection(srcs) {
           x.last_error ? h('span', { class: 'sub error' }, x.last_error) : null) },
         { label: 'Actions', cell: (x) => h('div', { class: 'actions' },
           button('Run now', { class: 'btn small', onclick: () => action(() => post(`replication-tasks/${x.id}/run`), { ok: 'replication started', refresh }) }),
+          button('Edit', { class: 'btn small', 'data-testid': `repl-edit-${x.id}`, onclick: () => editTask('replication-tasks', x, refresh) }),
           button(x.enabled ? 'Disable' : 'Enable', { class: 'btn small', onclick: () => action(() => patch(`replication-tasks/${x.id}`, { enabled: !x.enabled }), { refresh }) }),
           button('Delete', { class: 'btn small danger', onclick: () => action(() => del(`replication-tasks/${x.id}`), { confirmText: 'Delete this replication task?', ok: 'task deleted', refresh }) })) },
       ], rows, { testid: 'replication-tasks-table', empty: 'No replication.' }));
     } catch (e) {
-      fill(listBox, h('div', { class: 'error', role: 'alert' }, `cannot list replication tasks: ${e.message}`));
+      loadFailed(listBox, e, 'list replication tasks');
     }
   };
   const src = select({ id: 'repl-source', name: 'source' }, srcs);
