@@ -4,7 +4,7 @@
  * identical whichever variant runs (XXH3 output does not depend on the vector unit). */
 #include "storage/pool/vpool_impl.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)   /* clang: no "#pragma GCC target" */
 /* the inlined copy is compiled for AVX2 only; the library's symbol stays the fallback */
 #pragma GCC push_options
 #pragma GCC target("avx2")
@@ -23,7 +23,7 @@ unsigned long long XXH3_64bits(const void *data, size_t len);   /* libxxhash, ba
 
 static inline uint64_t sector_hash(const void *s)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)   /* clang: no "#pragma GCC target" */
     if (__builtin_expect(use_avx2 < 0, 0)) use_avx2 = __builtin_cpu_supports("avx2");
     if (use_avx2) return hash_avx2(s);
 #endif
