@@ -41,6 +41,8 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
  * resilver:{...}}; NULL if unknown. */
 json_t *storage_pool_status(struct storage *st, const char *name);
 int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t errlen);
+/* Resets member error counters; faulted members still present are resilvered. */
+int storage_pool_clear(struct storage *st, const char *name, char *err, size_t errlen);
 /* op: "offline" | "online" | "replace" (new_path, create_size for replace). */
 int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
                         uint64_t create_size, char *err, size_t errlen);

@@ -27,7 +27,7 @@ function summary(p) {
 }
 
 // Scrub and resilver: a progress bar each and what the last run found.
-function maintenance(p, startScrub) {
+function maintenance(p, startScrub, clearErrors) {
   const sc = p.scrub || {};
   const rs = p.resilver || {};
   const busy = sc.running || rs.running;
@@ -54,7 +54,9 @@ function maintenance(p, startScrub) {
           ? 'not running: a member is not online' : 'not running: all members are in sync')),
     h('div', { class: 'actions' },
       button('Start scrub', { class: 'btn primary', id: 'pool-scrub', disabled: busy, onclick: startScrub }),
-      h('span', { class: 'hint muted' }, 'reads every block, checks it and repairs it from redundancy')));
+      h('span', { class: 'hint muted' }, 'reads every block, checks it and repairs it from redundancy'),
+      button('Clear errors', { class: 'btn', id: 'pool-clear', 'data-testid': 'pool-clear', disabled: busy, onclick: clearErrors }),
+      h('span', { class: 'hint muted' }, 'resets the error counters; a FAULTED member is resilvered back online')));
 }
 
 function membersTable(p, refresh, pickForReplace) {
@@ -164,7 +166,7 @@ export async function mount(root, name) {
     const isCeph = p.backend === 'ceph';
     secMaint.hidden = isCeph; secMembers.hidden = isCeph; secReplace.hidden = isCeph; secCeph.hidden = !isCeph;
     if (isCeph) { fill(cephBoxEl, cephBox({ ...p, name }, refresh)); schedule(p); return; }
-    fill(maintBox, maintenance(p, startScrub));
+    fill(maintBox, maintenance(p, startScrub, clearErrors));
     fill(membersBox, membersTable(p, refresh, pickForReplace));
     // rebuild the replace form only when the member list changed, so typing is not lost while polling
     const sig = (p.members || []).map((m) => `${m.path}:${m.state}`).join('|');
@@ -179,6 +181,9 @@ export async function mount(root, name) {
   }
   async function startScrub() {
     await action(() => post(`pools/${key(name)}/scrub`), { ok: `scrub of ${name} started`, refresh });
+  }
+  async function clearErrors() {
+    await action(() => post(`pools/${key(name)}/clear`), { ok: `errors of ${name} cleared`, refresh });
   }
 
   const secMaint = section('Scrub and resilver', maintBox);
