@@ -54,8 +54,9 @@ static json_t *decorate(struct appliance *a, json_t *row)
     /* pool space mapped for it, filesystem metadata and journal included; lz4 saves
      * below this, as holes in the member disks */
     json_object_set_new(row, "allocated", json_integer((json_int_t)storage_dataset_allocated(a->storage, pool, name)));
-    if (!f) json_object_set_new(row, "error", json_string(strerror(-err)));
+    if (!f) json_object_set_new(row, "error", json_string(err == -EBUSY ? "held by another gateway" : strerror(-err)));
     nasd_fsroot_put(f);
+    storage_dataset_idle(a->storage, pool, name);   /* a ceph dataset's lock stays only with its exports */
     json_object_set_new(row, "exports", json_integer(db_int(&a->db, 0, "SELECT count(*) FROM nfs_exports WHERE dataset_id=?",
                                                              "i", (int64_t)json_integer_value(json_object_get(row, "id")))));
     return row;

@@ -364,7 +364,8 @@ static void import_pool(struct api_call *c, struct api_reply *r)
     api_ok(r, 201, get_by_id(a, id));
 }
 
-/* POST /pools/{name}/scrub ; POST /pools/{name}/offline|online {"member":i} ;
+/* POST /pools/{name}/scrub ; POST /pools/{name}/clear (error counters, faulted members
+ * back through a resilver) ; POST /pools/{name}/offline|online {"member":i} ;
  * POST /pools/{name}/replace {"member":i,"path":"/new","size":"1G","create":true} */
 static void action(struct api_call *c, struct api_reply *r)
 {
@@ -392,8 +393,16 @@ static void action(struct api_call *c, struct api_reply *r)
         api_ok(r, 202, get_by_id(a, id));
         return;
     }
+    if (!strcmp(c->action, "clear")) {
+        if (strcmp(c->method, "POST")) { api_error(r, 405, "method_not_allowed", "use POST"); return; }
+        rc = storage_pool_clear(a->storage, name, err, sizeof err);
+        if (rc) { api_errno(r, rc, err); return; }
+        log_info("pool %s: errors cleared", name);
+        api_ok(r, 200, get_by_id(a, id));
+        return;
+    }
     if (strcmp(c->action, "offline") && strcmp(c->action, "online") && strcmp(c->action, "replace")) {
-        api_error(r, 404, "not_found", "no pool action \"%s\" (scrub, offline, online, replace, import, sync)", c->action);
+        api_error(r, 404, "not_found", "no pool action \"%s\" (scrub, clear, offline, online, replace, import, sync)", c->action);
         return;
     }
     if (strcmp(c->method, "POST")) { api_error(r, 405, "method_not_allowed", "use POST"); return; }

@@ -183,6 +183,32 @@ static void pool_metrics(FILE *f, struct appliance *a)
             fprintf(f, "\"} %lld\n", (long long)json_integer_value(json_object_get(p, gauges[g][1])));
         }
     }
+    static const char *merr[][2] = { { "read", "read_errors" }, { "write", "write_errors" },
+                                     { "checksum", "checksum_errors" } };
+    family(f, "nasd_pool_member_errors", "counter", "I/O and checksum errors per pool member since the last clear.");
+    json_array_foreach(status, i, p) {
+        size_t k;
+        json_t *m;
+        json_array_foreach(json_object_get(p, "members"), k, m) {
+            for (int e = 0; e < 3; e++) {
+                fputs("nasd_pool_member_errors{pool=\"", f);
+                label_value(f, json_string_value(json_object_get(p, "name")));
+                fprintf(f, "\",member=\"%zu\",kind=\"%s\"} %lld\n", k, merr[e][0],
+                        (long long)json_integer_value(json_object_get(m, merr[e][1])));
+            }
+        }
+    }
+    family(f, "nasd_pool_member_faulted", "gauge", "1 while a pool member is FAULTED.");
+    json_array_foreach(status, i, p) {
+        size_t k;
+        json_t *m;
+        json_array_foreach(json_object_get(p, "members"), k, m) {
+            fputs("nasd_pool_member_faulted{pool=\"", f);
+            label_value(f, json_string_value(json_object_get(p, "name")));
+            const char *ms = json_string_value(json_object_get(m, "state"));
+            fprintf(f, "\",member=\"%zu\"} %d\n", k, ms && !strcmp(ms, "FAULTED"));
+        }
+    }
     family(f, "nasd_pool_state", "gauge", "1 for the pool's current state.");
     json_array_foreach(status, i, p) {
         const char *cur = json_string_value(json_object_get(p, "state"));

@@ -1,10 +1,16 @@
 /* vpool_bench: throughput of a raidz1 pool of 4 member files vs the same 4 files used
- * raw (striped, 64 KiB chunks, pread/pwrite). Both go through the OS page cache; the
- * pool adds checksums, parity, journal and its own RAM cache.
+ * raw (striped, 64 KiB chunks, pread/pwrite), twice: through the OS page cache, and
+ * with O_DIRECT members (raw files opened O_DIRECT too) where the disk is the limit.
+ * The pool adds checksums, parity, journal and its own RAM cache.
  *   vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]
+ *               [-T TESTMASK] [-D 0|1|2] [-S 0|1] [-v] [-P]
  * Sequential: 1 MiB requests; random: 4 KiB requests over the working set, THREADS
  * synchronous threads (queue depth = THREADS). Writes end with a flush / fdatasync,
- * included in the timing. */
+ * included in the timing. "sync write 4K QD1": one thread, every 4 KiB random write
+ * durable before the next (pool: FUA; raw: pwrite + fdatasync), mean latency.
+ * -D: 0 page cache only, 1 O_DIRECT only, 2 both (default). -S 1 (default): page cache
+ * rows again with 1 and with 32 snapshots of the filled volume present (every unit
+ * shared, so the first write to each copies it). -v: commit profile. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +23,8 @@
 #include <unistd.h>
 #include "util/log.h"
 #include "storage/pool/vpool.h"
+#include "storage/pool/vpool_impl.h"   /* vp_debug_prof for -v */
+#include "storage/pool/vpool_snap.h"
 
 #define NM 4
 #define CHUNK (64u << 10)
@@ -24,7 +32,13 @@
 static char dir[512] = "/tmp";
 static uint64_t member_mb = 512, workset_mb = 1024;
 static double secs = 3;
-static int nthreads = 4, pool_only;
+static int nthreads = 8, pool_only;
+static unsigned test_mask = 0x1f;
+static int direct_sets = 2;
+static int snap_rows = 1;   /* -S 0: skip the rows with snapshots present */
+static int verbose;
+static struct vpool *cur_pool;   /* -v: commit profile per test */
+static int nsnaps;              /* snapshots taken after the fill */   /* -T: which of the four tests run (bit i = names[i]) */
 
 struct target {
     int fds[NM];          /* raw */
@@ -40,6 +54,8 @@ static double now(void)
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+static int sync_mode;    /* 1: every write durable before returning (FUA / fdatasync) */
+
 static int raw_io(int wr, void *buf, uint64_t off, size_t len)
 {
     while (len) {
@@ -49,6 +65,7 @@ static int raw_io(int wr, void *buf, uint64_t off, size_t len)
         off_t o = (off_t)((chunk / NM) * CHUNK + in);
         ssize_t r = wr ? pwrite(fd, buf, n, o) : pread(fd, buf, n, o);
         if (r != (ssize_t)n) return -EIO;
+        if (wr && sync_mode && fdatasync(fd)) return -EIO;
         buf = (char *)buf + n; off += n; len -= n;
     }
     return 0;
@@ -57,7 +74,7 @@ static int raw_io(int wr, void *buf, uint64_t off, size_t len)
 static int do_io(int wr, void *buf, uint64_t off, size_t len)
 {
     if (!tg.b) return raw_io(wr, buf, off, len);
-    return wr ? nasd_bdev_write(tg.b, buf, off, len, 0) : nasd_bdev_read(tg.b, buf, off, len);
+    return wr ? nasd_bdev_write(tg.b, buf, off, len, sync_mode ? NASD_IO_FUA : 0) : nasd_bdev_read(tg.b, buf, off, len);
 }
 
 static int do_flush(void)
@@ -116,34 +133,128 @@ static double run(int wr, int rnd, size_t bs, double *iops)
     }
     if (wr && do_flush()) { fprintf(stderr, "flush failed\n"); exit(1); }
     double el = now() - t0;
+    if (verbose && cur_pool) {
+        static struct vp_prof last;
+        struct vp_prof pr;
+        vp_debug_prof(cur_pool, &pr);
+        printf("  [%s %s %zu: %.2fs, %llu commits, journal %.0f ms / %.1f MB (data %.1f MB), apply %.0f ms, sync %.0f ms, "
+               "member writes %.1f MB, requests %.1f MB]\n", wr ? "write" : "read", rnd ? "rand" : "seq", bs, el,
+               (unsigned long long)(pr.commits - last.commits), (pr.jnl_ns - last.jnl_ns) / 1e6,
+               (pr.jnl_bytes - last.jnl_bytes) / 1e6, (pr.jnl_data_bytes - last.jnl_data_bytes) / 1e6,
+               (pr.apply_ns - last.apply_ns) / 1e6, (pr.sync_ns - last.sync_ns) / 1e6,
+               (pr.inplace_bytes - last.inplace_bytes) / 1e6, ops * (double)bs / 1e6);
+        last = pr;
+    }
     *iops = ops / el;
     return ops * (double)bs / el / 1e6;
 }
 
-struct result { double mbs[4], iops[4]; };
-static const char *names[4] = { "seq write 1M", "seq read 1M", "rand write 4K", "rand read 4K" };
+#define NTESTS 5
+struct result { double mbs[NTESTS], iops[NTESTS]; };
+static const char *names[NTESTS] = { "seq write 1M", "seq read 1M", "rand write 4K", "rand read 4K", "sync write 4K QD1" };
 
 static void run_all(struct result *r)
 {
     /* fill the working set first so reads are of real data */
-    uint8_t *buf = malloc(1 << 20);
+    uint8_t *buf = NULL;
+    if (posix_memalign((void **)&buf, 4096, 1 << 20)) exit(1);   /* O_DIRECT needs aligned buffers */
     memset(buf, 0x5a, 1 << 20);
     for (uint64_t off = 0; off < span; off += 1 << 20)
         if (do_io(1, buf, off, 1 << 20)) { fprintf(stderr, "fill failed\n"); exit(1); }
     do_flush();
     free(buf);
-    r->mbs[0] = run(1, 0, 1 << 20, &r->iops[0]);
-    r->mbs[1] = run(0, 0, 1 << 20, &r->iops[1]);
-    r->mbs[2] = run(1, 1, 4096, &r->iops[2]);
-    r->mbs[3] = run(0, 1, 4096, &r->iops[3]);
+    for (int i = 0; i < nsnaps; i++) {   /* they all hold the filled data: the first write to a unit copies it */
+        char nm[32];
+        snprintf(nm, sizeof nm, "s%d", i);
+        if (vpool_snap_create(cur_pool, "v", nm)) { fprintf(stderr, "snapshot %s failed\n", nm); exit(1); }
+    }
+    memset(r, 0, sizeof *r);
+    if (test_mask & 1) r->mbs[0] = run(1, 0, 1 << 20, &r->iops[0]);
+    if (test_mask & 2) r->mbs[1] = run(0, 0, 1 << 20, &r->iops[1]);
+    if (test_mask & 4) r->mbs[2] = run(1, 1, 4096, &r->iops[2]);
+    if (test_mask & 8) r->mbs[3] = run(0, 1, 4096, &r->iops[3]);
+    if (test_mask & 16) {
+        int saved = nthreads;
+        nthreads = 1;
+        sync_mode = 1;
+        r->mbs[4] = run(1, 1, 4096, &r->iops[4]);
+        sync_mode = 0;
+        nthreads = saved;
+    }
 }
 
 static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-bench-m%d", dir, i); }
 
+/* One row set: raw files, then a raidz1 pool over the same files. */
+static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, struct result *rawres)
+{
+    /* raw striped files */
+    struct result raw, pool;
+    for (int i = 0; i < NM; i++) {
+        unlink(paths[i]);
+        tg.fds[i] = open(paths[i], O_RDWR | O_CREAT | (direct ? O_DIRECT : 0), 0600);
+        if (tg.fds[i] < 0 || ftruncate(tg.fds[i], (off_t)msize)) { perror(paths[i]); return 1; }
+    }
+    tg.b = NULL;
+    cur_pool = NULL;
+    nsnaps = 0;
+    if (snaps) raw = *rawres;   /* rows with snapshots compare with the raw run of their set */
+    else if (pool_only) memset(&raw, 0, sizeof raw);
+    else run_all(&raw);
+    if (!snaps && rawres) *rawres = raw;
+    for (int i = 0; i < NM; i++) { close(tg.fds[i]); unlink(paths[i]); }
+    /* snapshots keep the filled data while the tests rewrite it: members twice as large */
+    uint64_t pmsize = snaps ? 2 * msize : msize;
+
+    /* raidz1 pool over the same files */
+    struct vpool_member_spec ms[NM];
+    for (int i = 0; i < NM; i++) ms[i] = (struct vpool_member_spec){ paths[i], pmsize };
+    struct vpool *p;
+    struct vpool_opts o = { .direct = direct };
+    char err[256];
+    if (vpool_create("bench", VPOOL_RAIDZ1, ms, NM, &o, &p, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    if (vpool_vol_create(p, "v", span, 0)) { fprintf(stderr, "vol create failed\n"); return 1; }
+    int e;
+    tg.b = vpool_vol_open(p, "v", 4096, &e);
+    cur_pool = p;
+    if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
+    nsnaps = snaps;
+    unsigned saved_mask = test_mask;
+    if (snaps) test_mask &= 0xf;
+    run_all(&pool);
+    nsnaps = 0;
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    nasd_bdev_put(tg.b);
+    tg.b = NULL;
+    cur_pool = NULL;
+    vpool_close(p);
+    for (int i = 0; i < NM; i++) unlink(paths[i]);
+
+    if (snaps) printf("%s, %d snapshot%s of the filled volume present (members %llu MiB):\n",
+                      direct ? "O_DIRECT members" : "page cache", snaps, snaps > 1 ? "s" : "",
+                      (unsigned long long)(pmsize >> 20));
+    else printf("%s:\n", direct ? "O_DIRECT members (no page cache)" : "page cache");
+    printf("%-18s %12s %12s %12s %12s %7s\n", "test", "raw MB/s", "raw IOPS", "raidz1 MB/s", "raidz1 IOPS", "ratio");
+    for (int i = 0; i < NTESTS; i++) {
+        if (!(test_mask & (1u << i))) continue;
+        printf("%-18s %12.1f %12.0f %12.1f %12.0f %7.2f", names[i], raw.mbs[i], raw.iops[i], pool.mbs[i],
+               pool.iops[i], raw.mbs[i] > 0 ? pool.mbs[i] / raw.mbs[i] : 0);
+        if (i == 4)
+            printf("   latency raw %.0f us, raidz1 %.0f us", raw.iops[i] > 0 ? 1e6 / raw.iops[i] : 0,
+                   pool.iops[i] > 0 ? 1e6 / pool.iops[i] : 0);
+        printf("\n");
+    }
+    printf("pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(st.state),
+           (unsigned long long)st.repaired, (unsigned long long)st.unrepairable);
+    test_mask = saved_mask;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int c;
-    while ((c = getopt(argc, argv, "d:s:t:j:w:P")) != -1) {
+    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
@@ -151,6 +262,10 @@ int main(int argc, char **argv)
         case 'j': nthreads = atoi(optarg); break;
         case 'w': workset_mb = strtoull(optarg, NULL, 0); break;
         case 'P': pool_only = 1; break;   /* skip the raw run (profiling) */
+        case 'v': verbose = 1; break;
+        case 'D': direct_sets = atoi(optarg); break;
+        case 'S': snap_rows = atoi(optarg); break;
+        case 'T': test_mask = (unsigned)strtoul(optarg, NULL, 0); break;
         default:
             fprintf(stderr, "usage: vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]\n");
             return 64;
@@ -166,39 +281,12 @@ int main(int argc, char **argv)
     printf("vpool_bench: 4 member files of %llu MiB in %s, working set %llu MiB, %d threads for random I/O, %.0fs per test\n",
            (unsigned long long)member_mb, dir, (unsigned long long)workset_mb, nthreads, secs);
 
-    /* raw striped files */
-    struct result raw, pool;
-    for (int i = 0; i < NM; i++) {
-        unlink(paths[i]);
-        tg.fds[i] = open(paths[i], O_RDWR | O_CREAT, 0600);
-        if (tg.fds[i] < 0 || ftruncate(tg.fds[i], (off_t)msize)) { perror(paths[i]); return 1; }
+    int rc = 0;
+    struct result raw;
+    if (direct_sets != 1) {
+        rc |= run_set(paths, msize, 0, 0, &raw);
+        if (snap_rows) { rc |= run_set(paths, msize, 0, 1, &raw); rc |= run_set(paths, msize, 0, 32, &raw); }
     }
-    if (pool_only) memset(&raw, 0, sizeof raw);
-    else run_all(&raw);
-    for (int i = 0; i < NM; i++) { close(tg.fds[i]); unlink(paths[i]); }
-
-    /* raidz1 pool over the same files */
-    struct vpool_member_spec ms[NM];
-    for (int i = 0; i < NM; i++) ms[i] = (struct vpool_member_spec){ paths[i], msize };
-    struct vpool *p;
-    char err[256];
-    if (vpool_create("bench", VPOOL_RAIDZ1, ms, NM, NULL, &p, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    if (vpool_vol_create(p, "v", span, 0)) { fprintf(stderr, "vol create failed\n"); return 1; }
-    int e;
-    tg.b = vpool_vol_open(p, "v", 4096, &e);
-    if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
-    run_all(&pool);
-    struct vpool_status st;
-    vpool_get_status(p, &st);
-    nasd_bdev_put(tg.b);
-    vpool_close(p);
-    for (int i = 0; i < NM; i++) unlink(paths[i]);
-
-    printf("%-14s %12s %12s %12s %12s %7s\n", "test", "raw MB/s", "raw IOPS", "raidz1 MB/s", "raidz1 IOPS", "ratio");
-    for (int i = 0; i < 4; i++)
-        printf("%-14s %12.1f %12.0f %12.1f %12.0f %7.2f\n", names[i], raw.mbs[i], raw.iops[i], pool.mbs[i],
-               pool.iops[i], raw.mbs[i] > 0 ? pool.mbs[i] / raw.mbs[i] : 0);
-    printf("pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(st.state),
-           (unsigned long long)st.repaired, (unsigned long long)st.unrepairable);
-    return 0;
+    if (direct_sets >= 1) rc |= run_set(paths, msize, 1, 0, &raw);
+    return rc;
 }

@@ -38,16 +38,16 @@ int ceph_pool_connect(const struct ceph_conf *c, const char *name, struct ceph_p
     }
     /* bounded waits: a dead cluster must fail REST calls, not hang them; no client-side
      * cache, so a write is on the OSDs when acknowledged and a second gateway reads it */
-    if ((c->monitors[0] && set(cp->cluster, "mon_host", c->monitors, err, errlen)) ||
+    if (set(cp->cluster, "log_to_stderr", "false", err, errlen) ||   /* first: the others may complain */
+        set(cp->cluster, "err_to_stderr", "false", err, errlen) ||
+        (c->monitors[0] && set(cp->cluster, "mon_host", c->monitors, err, errlen)) ||
         (c->keyring[0] && set(cp->cluster, "keyring", c->keyring, err, errlen)) ||
         (c->key[0] && set(cp->cluster, "key", c->key, err, errlen)) ||
         set(cp->cluster, "client_mount_timeout", "10", err, errlen) ||
         set(cp->cluster, "rados_mon_op_timeout", "10", err, errlen) ||
         set(cp->cluster, "rados_osd_op_timeout", "30", err, errlen) ||
         set(cp->cluster, "rbd_cache", "false", err, errlen) ||
-        set(cp->cluster, "rbd_skip_partial_discard", "false", err, errlen) ||
-        set(cp->cluster, "log_to_stderr", "false", err, errlen) ||
-        set(cp->cluster, "err_to_stderr", "false", err, errlen)) {
+        set(cp->cluster, "rbd_skip_partial_discard", "false", err, errlen)) {
         rc = -EINVAL;
         goto fail;
     }

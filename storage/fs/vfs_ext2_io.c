@@ -1,10 +1,13 @@
 /* Engine dataset backend: file data (pread/pwrite/truncate) and readdir.
  *
- * pread maps blocks itself and reads runs of contiguous blocks with one call (holes and
- * unwritten extents read as zeros); pwrite and size changes go through libext2fs' file
- * API, which allocates and frees blocks (freed ones are discarded back to the pool by the
- * allocation callbacks in vfs_ext2.c). readdir drops the lock between directory blocks and
- * never calls back with it held, so a callback may use the other ops. */
+ * pread maps blocks itself (one extent lookup per run) and reads runs of contiguous blocks
+ * with one call (holes and unwritten extents read as zeros), the device reads without the
+ * lock; block-aligned pwrites allocate whole ranges (growing the last extent when they
+ * append) and write the data without the lock (ordered mode: commits wait for it); other
+ * pwrites and size changes go through libext2fs' file API, which allocates and frees
+ * blocks (freed ones are discarded back to the pool by the allocation callbacks in
+ * vfs_ext2.c). readdir drops the lock between directory blocks and never calls back with
+ * it held, so a callback may use the other ops. */
 #define _GNU_SOURCE
 #include "storage/fs/vfs_ext2_int.h"
 #include <dirent.h>

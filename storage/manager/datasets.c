@@ -223,6 +223,16 @@ struct nasd_fsroot *storage_dataset_open(struct storage *st, const char *pool, c
     return f;
 }
 
+void storage_dataset_idle(struct storage *st, const char *pool, const char *name)
+{
+    struct pool *p = find_pool(st, pool);
+    if (!p || !p->is_ceph) return;
+    pthread_mutex_lock(&st->lock);   /* storage_dataset_open takes references under it too */
+    for (struct open_dataset *d = p->datasets; d; d = d->next)
+        if (!strcmp(d->name, name) && atomic_load(&d->fs->refs) == 1) { dataset_forget(p, name); break; }
+    pthread_mutex_unlock(&st->lock);
+}
+
 uint64_t storage_dataset_allocated(struct storage *st, const char *pool, const char *name)
 {
     char err[256], vol[64];

@@ -320,6 +320,16 @@ int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t e
     return rc;
 }
 
+int storage_pool_clear(struct storage *st, const char *name, char *err, size_t errlen)
+{
+    struct vpool *vp = engine(st, name, err, errlen);
+    if (!vp) return -ENOENT;
+    int rc = vpool_clear(vp);
+    if (rc == -EBUSY) snprintf(err, errlen, "a scrub or resilver is running on %s", name);
+    else if (rc) snprintf(err, errlen, "clear %s: %s", name, strerror(-rc));
+    return rc;
+}
+
 int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
                         uint64_t create_size, char *err, size_t errlen)
 {

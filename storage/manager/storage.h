@@ -41,6 +41,8 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
  * resilver:{...}}; NULL if unknown. */
 json_t *storage_pool_status(struct storage *st, const char *name);
 int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t errlen);
+/* Resets member error counters; faulted members still present are resilvered. */
+int storage_pool_clear(struct storage *st, const char *name, char *err, size_t errlen);
 /* op: "offline" | "online" | "replace" (new_path, create_size for replace). */
 int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
                         uint64_t create_size, char *err, size_t errlen);
@@ -66,6 +68,9 @@ int storage_dataset_destroy(struct storage *st, const char *pool, const char *na
  * storage_free); each call returns a new reference and sets the quota. */
 struct nasd_fsroot *storage_dataset_open(struct storage *st, const char *pool, const char *name,
                                          uint64_t fsid, uint64_t quota, int *errp);
+/* Ceph pools: closes the shared object of a dataset nobody else holds (no export), so this
+ * gateway lets go of the image's lock after showing its usage. No-op for local pools. */
+void storage_dataset_idle(struct storage *st, const char *pool, const char *name);
 /* Bytes the pool holds for the dataset (after compression). */
 uint64_t storage_dataset_allocated(struct storage *st, const char *pool, const char *name);
 /* Datasets recorded in the pool itself: [{"name","size","lz4"}] (for import). */

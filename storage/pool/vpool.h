@@ -10,12 +10,18 @@
  * data sector plus the parity sector at the same offset (raidz1 parity is per 4 KiB
  * row slice, not per 64 KiB chunk).
  *
- * Crash safety: data is written in place, but only after the batch (data + metadata
- * deltas) is durable in a journal on 2 members (all for a mirror); metadata (volume table, allocation
- * table, checksum table) is checkpointed twice per member with per-page checksums.
- * Import replays the journal, so a kill -9 or power loss never loses an acknowledged
- * flush/FUA write and never leaves raidz parity or metadata torn.
- *
+ * Crash safety: every commit first makes a journal batch durable on 2 members (all for
+ * a mirror). Small durable commits (a FUA write, a flush after a few writes), lz4
+ * volumes and degraded pools journal the data itself. Everything else journals only
+ * the new checksums (intents) and writes the data once, in place; a flush then
+ * fdatasyncs the members. After a crash, import keeps for each such sector the old or
+ * new checksum its content matches and recomputes the parity of the touched rows.
+ * Metadata (volume table, allocation table, checksum table) is checkpointed twice per
+ * member with per-page checksums. A kill -9 or power loss never loses an acknowledged
+ * flush/FUA write. Limit (the raid5 write hole): intent-written rows have unverified
+ * parity between a crash and the next import, so a member lost in that window can
+ * cost sectors of those rows (reported as unrepairable checksum errors, never silent).
+
  * Cache: a RAM cache of 4 KiB sectors (vpool_opts.cache_bytes). Writes without FUA
  * are buffered there (write-back, up to half of it or a quarter of the journal) and
  * committed by flush(), FUA, or a background flusher; clean sectors read from disk
@@ -45,6 +51,7 @@ struct vpool_member_spec {
 };
 struct vpool_opts {
     uint64_t cache_bytes;   /* RAM cache (read cache + write-back), 0 = default 64 MiB */
+    int direct;             /* 1: member I/O with O_DIRECT (bypasses the OS page cache) */
 };
 struct vpool;
 
@@ -97,6 +104,11 @@ int  vpool_scrub_start(struct vpool *p);     /* background thread; -EBUSY if scr
 int  vpool_member_offline(struct vpool *p, int idx);
 int  vpool_member_online(struct vpool *p, int idx);   /* resilvers what changed while offline */
 int  vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_t create_size);
+/* Resets every member's error counters (persisted) and resilvers faulted members that
+ * are still present back online. A member is faulted after VP_READ_ERR_LIMIT read
+ * errors (a read past its end counts: a shrunken file is not zeros), a failed write or
+ * sync, or 64 checksum errors while the pool has redundancy left. */
+int  vpool_clear(struct vpool *p);
 /* Waits until the background scrub/resilver (if any) finishes. For tests and tools. */
 void vpool_wait_background(struct vpool *p);
 /* Makes all volumes' buffered writes durable (as flush() on every volume). */

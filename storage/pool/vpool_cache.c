@@ -13,6 +13,7 @@ struct vc_ent {
     struct vc_ent *hnext;
     struct vc_ent *prev, *next;   /* in lru (clean) or dirty list */
     bool dirty;
+    bool busy;                    /* data is lent to a commit: writers replace, never overwrite it */
     uint8_t *data;
 };
 struct vc_list { struct vc_ent head; };
@@ -119,7 +120,7 @@ static void vc_remove(struct vp_cache *c, struct vc_shard *s, struct vc_ent **pp
     if (e->key < c->nkeys) atomic_store_explicit(&c->present[e->key], 0, memory_order_release);
     if (e->dirty) atomic_fetch_sub(&c->ndirty, 1);
     s->n--;
-    free(e->data);
+    if (!e->busy) free(e->data);   /* else the commit holding it frees it */
     free(e);
 }
 
@@ -156,11 +157,11 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
     } else {
         e = calloc(1, sizeof *e);
         if (!e) return NULL;
-        e->data = malloc(VP_SECTOR);
-        if (!e->data) { free(e); return NULL; }
+        if (posix_memalign((void **)&e->data, 64, VP_SECTOR)) { free(e); return NULL; }   /* ISA-L wants 32 */
     }
     e->key = key;
     e->dirty = false;
+    e->busy = false;
     e->dgen = 0;
     if (key < c->nkeys) atomic_store_explicit(&c->present[key], 1, memory_order_release);
     size_t b = (vc_hash(key) >> 16) & (s->nbuckets - 1);
@@ -192,7 +193,17 @@ void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf)
         sched_yield();
         pthread_mutex_lock(&s->mu);
     }
+    if (e->busy) {   /* a commit is writing the old content from this buffer: take a new one */
+        uint8_t *nb = NULL;
+        while (posix_memalign((void **)&nb, 64, VP_SECTOR)) {
+            pthread_mutex_unlock(&s->mu);
+            sched_yield();
+            pthread_mutex_lock(&s->mu);
+        }
+        if (e->busy) { e->data = nb; e->busy = false; } else free(nb);
+    }
     memcpy(e->data, buf, VP_SECTOR);
+    if (key < c->nkeys) atomic_store_explicit(&c->present[key], 1, memory_order_release);   /* may have been hidden */
     atomic_fetch_add_explicit(&c->epoch, 1, memory_order_relaxed);
     e->dgen = ++s->dgen;
     if (!e->dirty) {
@@ -216,56 +227,58 @@ void vc_drop(struct vp_cache *c, uint64_t key)
 
 uint64_t vc_dirty_count(struct vp_cache *c) { return atomic_load(&c->ndirty); }
 
-/* The arena is 4 KiB aligned (ISA-L xor_gen wants aligned vectors, and it keeps the
- * door open for O_DIRECT). */
-size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena)
+/* Lends every dirty sector's buffer to the commit (no copy): *out[i].data is the
+ * entry's buffer, marked busy until vc_release. */
+size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out)
 {
     size_t cap = atomic_load(&c->ndirty) + 64, n = 0;
     *out = malloc(cap * sizeof **out);
-    *arena = NULL;
-    if (!*out || posix_memalign((void **)arena, VP_SECTOR, cap * VP_SECTOR)) goto oom;
+    if (!*out) return SIZE_MAX;
     for (int i = 0; i < VC_SHARDS; i++) {
         struct vc_shard *s = &c->sh[i];
         pthread_mutex_lock(&s->mu);
         for (struct vc_ent *e = s->dirty.head.next; e != &s->dirty.head; e = e->next) {
             if (n == cap) {   /* writers raced us: grow (rare) */
-                size_t nc = cap * 2;
-                struct vp_wsect *nw = realloc(*out, nc * sizeof *nw);
-                uint8_t *na = NULL;
-                if (nw) *out = nw;
-                if (!nw || posix_memalign((void **)&na, VP_SECTOR, nc * VP_SECTOR)) {
+                struct vp_wsect *nw = realloc(*out, cap * 2 * sizeof *nw);
+                if (!nw) {   /* give back what was lent so far */
                     pthread_mutex_unlock(&s->mu);
-                    goto oom;
+                    vc_release(c, *out, n, false, false);
+                    free(*out);
+                    *out = NULL;
+                    return SIZE_MAX;
                 }
-                memcpy(na, *arena, n * VP_SECTOR);
-                free(*arena);
-                *arena = na;
-                cap = nc;
+                *out = nw;
+                cap *= 2;
             }
-            memcpy(*arena + n * VP_SECTOR, e->data, VP_SECTOR);
-            (*out)[n] = (struct vp_wsect){ .sect = e->key, .dgen = e->dgen };
-            n++;
+            e->busy = true;
+            (*out)[n++] = (struct vp_wsect){ .sect = e->key, .dgen = e->dgen, .data = e->data };
         }
         pthread_mutex_unlock(&s->mu);
     }
-    for (size_t i = 0; i < n; i++) (*out)[i].data = *arena + i * VP_SECTOR;
     return n;
-oom:
-    free(*out); free(*arena);
-    *out = NULL; *arena = NULL;
-    return SIZE_MAX;
 }
 
-void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen)
+void vc_release(struct vp_cache *c, const struct vp_wsect *w, size_t n, bool committed, bool keep)
 {
-    struct vc_shard *s = vc_shard_of(c, key);
-    pthread_mutex_lock(&s->mu);
-    struct vc_ent *e = *vc_slot(s, key);
-    if (e && e->dirty && e->dgen == dgen) {
-        e->dirty = false;
-        atomic_fetch_sub(&c->ndirty, 1);
-        l_del(e);
-        l_push(&s->lru, e);
+    for (size_t i = 0; i < n; i++) {
+        struct vc_shard *s = vc_shard_of(c, w[i].sect);
+        pthread_mutex_lock(&s->mu);
+        struct vc_ent **pp = vc_slot(s, w[i].sect), *e = *pp;
+        if (!e || e->data != w[i].data || !e->busy) {   /* replaced or dropped meanwhile: ours now */
+            free(w[i].data);
+        } else {
+            e->busy = false;
+            if (committed && e->dirty && e->dgen == w[i].dgen) {
+                e->dirty = false;
+                atomic_fetch_sub(&c->ndirty, 1);
+                l_del(e);
+                l_push(&s->lru, e);
+                /* !keep: hidden from lookups (the page cache has it), but kept for reuse
+                 * by the next write instead of freed and allocated again */
+                if (!keep && e->key < c->nkeys) atomic_store_explicit(&c->present[e->key], 0, memory_order_release);
+            }
+        }
+        pthread_mutex_unlock(&s->mu);
     }
-    pthread_mutex_unlock(&s->mu);
 }
+

@@ -22,6 +22,11 @@ static struct vpool *pool_new(void)
     if (!p) return NULL;
     for (int i = 0; i < VP_MAXM; i++) { p->m[i].fd = -1; atomic_init(&p->m[i].state, VPOOL_M_MISSING); }
     pthread_rwlock_init(&p->vol_lock, NULL);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);   /* commits never starve */
+    pthread_rwlock_init(&p->put_lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&p->alloc_lock, NULL);
     pthread_mutex_init(&p->pend_lock, NULL);
     pthread_mutex_init(&p->commit_lock, NULL);
@@ -44,6 +49,7 @@ static void pool_free(struct vpool *p)
     for (int i = 0; i < VP_MAX_SNAPS; i++) free(p->snaps[i]);
     for (int i = 0; i < VP_MAXM; i++) if (p->m[i].fd >= 0) close(p->m[i].fd);
     vc_free(p->cache);
+    free(p->parena);
     vp_meta_free(p);
     free(p->pend);
     free(p);
@@ -85,8 +91,9 @@ static int pool_start(struct vpool *p, const struct vpool_opts *o)
     if (!p->cache) return -ENOMEM;
     p->dirty_max = cb / 2 / VP_SECTOR;
     if (p->dirty_max < 1024) p->dirty_max = 1024;
-    if (p->dirty_max > p->jnl_size / 4 / VP_SECTOR) p->dirty_max = p->jnl_size / 4 / VP_SECTOR;
-    p->dirty_soft = p->dirty_max / 4;
+    /* most commits journal checksums only (intents); a commit whose data does go to the
+     * journal and overruns it checkpoints in the middle, so the journal size is no bound */
+    p->dirty_soft = p->dirty_max / 2;
     return 0;
 }
 
@@ -140,6 +147,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
         if (rc) vp_set_err(err, errlen, "writing metadata: %s", strerror(-rc));
     }
     if (rc) { pool_free(p); return rc; }
+    if (o && o->direct) for (int i = 0; i < n; i++) vp_set_direct(p, i);
     vp_flusher_start(p);
     log_info("vpool %s: created %s of %d members, %llu MiB usable", p->name, vpool_layout_name(layout), n,
              (unsigned long long)(p->n_au * VP_AU_BYTES >> 20));
@@ -195,7 +203,12 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     p->gen = bl->gen;
     p->fmt = bl->version;
     p->seq = bl->ckpt_seq;
-    for (int i = 0; i < p->n; i++) memcpy(p->m[i].guid, bl->guids[i], 16);
+    for (int i = 0; i < p->n; i++) {
+        memcpy(p->m[i].guid, bl->guids[i], 16);
+        atomic_store(&p->m[i].rd_err, bl->errs[i][0]);   /* error counters survive restarts */
+        atomic_store(&p->m[i].wr_err, bl->errs[i][1]);
+        atomic_store(&p->m[i].ck_err, bl->errs[i][2]);
+    }
     if (vp_geometry(p, bl->member_size) || p->jnl_size != bl->jnl_size || p->meta_pages != bl->meta_pages ||
         p->data_off != bl->data_off || p->rows != bl->rows || p->n_au != bl->n_au) {
         vp_set_err(err, errlen, "label geometry is inconsistent");
@@ -251,6 +264,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     pthread_mutex_unlock(&p->commit_lock);
     if (rc) { vp_set_err(err, errlen, "writing checkpoint: %s", strerror(-rc)); goto fail_p; }
     log_info("vpool %s: imported (%s, %s)", p->name, vpool_layout_name(p->layout), vpool_state_name(vp_pool_state(p)));
+    if (o && o->direct) for (int i = 0; i < p->n; i++) if (p->m[i].fd >= 0) vp_set_direct(p, i);
     if (stale) vp_bg_start(p, 2, stale);
     vp_flusher_start(p);
     *out = p;
@@ -404,6 +418,7 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
         if (dup2(fd, m->fd) < 0) rc = rc ? rc : -errno;
         close(fd);
     } else m->fd = fd;
+    if (m->direct) vp_set_direct(p, idx);   /* the new file gets the same treatment */
     snprintf(m->path, sizeof m->path, "%s", new_path);
     m->size = size;
     if (getrandom(m->guid, 16, 0) != 16) rc = rc ? rc : -EIO;
@@ -414,4 +429,37 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
     if (rc) return rc;
     log_info("vpool %s: member %d replaced by %s, resilvering", p->name, idx, new_path);
     return vp_bg_start(p, 2, 1u << idx);
+}
+
+/* Like zpool clear: error counters to zero (persisted by a checkpoint), and faulted
+ * members that are still open come back through a full resilver. */
+int vpool_clear(struct vpool *p)
+{
+    if (atomic_load(&p->closed)) return -ENXIO;
+    uint32_t mask = 0;
+    for (int i = 0; i < p->n; i++)
+        if (atomic_load(&p->m[i].state) == VPOOL_M_FAULTED && p->m[i].fd >= 0) mask |= 1u << i;
+    if (mask) vp_bg_stop(p);
+    pthread_mutex_lock(&p->commit_lock);
+    int rc = vp_commit(p);
+    for (int i = 0; i < p->n; i++) {
+        atomic_store(&p->m[i].rd_err, 0);
+        atomic_store(&p->m[i].wr_err, 0);
+        atomic_store(&p->m[i].ck_err, 0);
+        if (!(mask & (1u << i))) continue;
+        struct stat sb;   /* a file cut short gets its size back, or import would not take it */
+        if (fstat(p->m[i].fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size < p->member_size) {
+            if (ftruncate(p->m[i].fd, (off_t)p->member_size) == 0) p->m[i].size = p->member_size;
+            else { rc = rc ? rc : -errno; continue; }
+        }
+        atomic_store(&p->m[i].state, VPOOL_M_RESILVERING);
+    }
+    if (!rc) rc = vp_checkpoint(p);
+    pthread_mutex_unlock(&p->commit_lock);
+    if (mask) {
+        log_info("vpool %s: errors cleared, resilvering members 0x%x", p->name, mask);
+        int brc = vp_bg_start(p, 2, mask);
+        if (!rc) rc = brc;
+    } else log_info("vpool %s: errors cleared", p->name);
+    return rc;
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/uio.h>
+#include <time.h>
 #include "storage/pool/vpool.h"
 
 #define VP_SECTOR      4096u
@@ -30,6 +31,7 @@
 #define VP_MAXM        VPOOL_MAX_MEMBERS
 #define VP_MAX_VOLS    248
 #define VP_ROW_LOCKS   1024
+#define VP_IOV_MAX     1024   /* iovecs per member write (Linux IOV_MAX) */
 
 #define VP_LABEL_A     0ull
 #define VP_LABEL_B     (128ull << 10)
@@ -53,12 +55,24 @@
 
 struct vp_cache;
 
+/* where commit time goes (for bench-vpool -v): wall ns and bytes */
+struct vp_prof {
+    _Atomic uint64_t commits, jnl_ns, apply_ns, sync_ns, jnl_bytes, jnl_data_bytes, inplace_bytes;
+};
+static inline uint64_t vp_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 struct vp_member {
     char path[1024];
     int fd;
     _Atomic int state;            /* enum vpool_member_state */
     uint8_t guid[16];
     uint64_t size;                /* bytes of the backing file/device */
+    bool direct;                  /* fd has O_DIRECT: unaligned buffers go through a bounce buffer */
     _Atomic uint64_t rd_err, wr_err, ck_err;
 };
 
@@ -112,12 +126,15 @@ static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
 }
 
 /* journal record (also the in-RAM pending metadata delta) */
-/* ALLOC: a32 volume, a AU, b = vext | birth << 32. LIFE: a AU, a32 its death generation. */
-enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_LIFE };
+/* ALLOC: a32 volume, a AU, b = vext | birth << 32. LIFE: a AU, a32 its death generation.
+ * VP_REC_INTENT: new checksum of a sector written in place without its data in the
+ * journal (see vpool_intent.c) */
+enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_LIFE, VP_REC_INTENT = 7 };
 struct vp_rec { uint32_t type, a32; uint64_t a, b; };
 
 /* one sector to be written by a commit */
-struct vp_wsect { uint64_t sect; uint32_t csum; uint32_t pad; uint8_t *data; uint64_t dgen; };
+/* one sector to be written by a commit; intent: journal only its checksum */
+struct vp_wsect { uint64_t sect; uint32_t csum; uint32_t intent; uint8_t *data; uint64_t dgen; };
 
 struct vpool {
     char name[64];
@@ -154,11 +171,24 @@ struct vpool {
     uint64_t gen, seq, jpos;
     _Atomic uint64_t write_gen, durable_gen;
     _Atomic int need_checkpoint;  /* a member changed state */
+    _Atomic int unsynced;         /* intent-only data written in place since the last member sync */
+    /* sectors journaled with their data since the last checkpoint (bit per sector,
+     * commit_lock): replay rewrites that data in place, so until the checkpoint such a
+     * sector is journaled with its data again, never as an intent replay would clobber */
+    uint64_t *jbits;
+    bool jbits_any;
 
     pthread_mutex_t row_lock[VP_ROW_LOCKS];
     pthread_mutex_t part_lock[64];   /* sub-4K read-modify-write of one logical sector */
 
     struct vp_cache *cache;
+    bool direct_io;               /* members opened O_DIRECT: the cache is the only read cache */
+    /* held shared by a write while it puts its sectors in the cache, exclusive by a
+     * commit while it collects them: a commit takes whole requests (whole parity rows
+     * for large writes), never a random part of one in progress */
+    pthread_rwlock_t put_lock;
+    uint8_t *parena;              /* commit_lock: parity scratch of vp_apply_writes, kept */
+    size_t parena_cap;            /* bytes */
     uint64_t dirty_max;           /* sectors: writers commit themselves above this */
     uint64_t dirty_soft;          /* sectors: the background flusher starts above this */
 
@@ -184,6 +214,7 @@ struct vpool {
     int changed_any;              /* any changed_au set since the last offline */
 
     _Atomic uint64_t repaired, unrepairable;
+    struct vp_prof prof;
     struct vp_sim *sim;           /* power-loss simulation (tests only), NULL normally */
     _Atomic int closed;
     atomic_int refs;
@@ -247,10 +278,18 @@ void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
 /* ---- member I/O (vpool_label.c) ---- */
 int  vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off);  /* counts errors, may fault member */
 int  vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off);
-int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off);
+int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off);  /* cnt <= VP_IOV_MAX */
 void vp_member_fault(struct vpool *p, int m, const char *why);
+/* one more checksum error on member m; past VP_CKSUM_FAULT_LIMIT the member is faulted
+ * unless that would fault the pool (its data is then still the best there is) */
+#define VP_CKSUM_FAULT_LIMIT 64
+void vp_member_ck_err(struct vpool *p, int m);
 int  vp_sync_members(struct vpool *p);   /* fdatasync all writable members */
 int  vp_msync(struct vpool *p, int m);   /* fdatasync one member, -EIO on failure */
+void vp_set_direct(struct vpool *p, int m);   /* O_DIRECT on member m's fd (if the file system allows) */
+/* iov as one 4 KiB aligned buffer when an O_DIRECT member needs it: *bounce is set
+ * (free it) and *one describes it; else returns the iov unchanged. */
+const struct iovec *vp_iov_for_direct(const struct iovec *iov, int *cnt, size_t len, struct iovec *one, void **bounce);
 
 /* ---- power-loss simulation for tests (vpool_sim.c) ---- */
 struct vp_sim *vp_sim_attach(struct vpool *p);
@@ -282,8 +321,12 @@ struct vp_label {                 /* at the start of a 4 KiB label sector, littl
     uint8_t guids[VP_MAXM][16];
     uint8_t mstate[VP_MAXM];
     uint64_t gen, ckpt_seq, member_size, jnl_size, meta_pages, data_off, rows, n_au;
-    uint64_t csum;                /* XXH3-64 of this struct with csum = 0 */
+    uint64_t csum;                /* XXH3-64 of this struct (hdr_size bytes) with csum = 0 */
+    /* error counters of every member (read, write, checksum) as of this label; labels
+     * written before they existed end at errs (hdr_size VP_LABEL_SIZE_V1) */
+    uint64_t errs[VP_MAXM][3];
 };
+#define VP_LABEL_SIZE_V1 offsetof(struct vp_label, errs)
 int  vp_read_label(int fd, uint64_t off, struct vp_label *l);
 int  vp_meta_alloc(struct vpool *p);
 void vp_meta_free(struct vpool *p);
@@ -302,7 +345,11 @@ bool vp_row_live(struct vpool *p, uint64_t row);
 
 /* ---- journal / commit (vpool_journal.c) ---- */
 void vp_pend_add(struct vpool *p, const struct vp_rec *r);
-int  vp_commit(struct vpool *p);              /* commit_lock held */
+int  vp_commit(struct vpool *p);              /* commit_lock held; durable */
+/* durable=false (write-back under memory pressure): the data goes in place but is
+ * only made durable by the next durable commit or checkpoint. commit_lock held. */
+int  vp_commit_ex(struct vpool *p, bool durable);
+int  vp_writeback(struct vpool *p);           /* takes commit_lock, commits without syncing */
 int  vp_flush_to(struct vpool *p, uint64_t target_gen);
 int  vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen);
 /* One journal batch outside vp_commit (snapshot copy-on-write). vp_journal_room first
@@ -313,6 +360,13 @@ int  vp_journal_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec, c
 void vp_flusher_start(struct vpool *p);
 void vp_flusher_stop(struct vpool *p);
 void vp_flusher_kick(struct vpool *p);
+
+/* ---- replay of intent-only writes (vpool_intent.c) ---- */
+struct vp_intents;
+struct vp_intents *vp_intents_new(void);
+int  vp_intents_add(struct vp_intents *t, uint64_t s, uint32_t prev, uint32_t now);
+int  vp_intents_override(struct vp_intents *t, uint64_t s, uint64_t cnt);
+int  vp_intents_resolve(struct vpool *p, struct vp_intents *t);   /* frees t */
 
 /* ---- allocation (vpool_alloc.c) ---- */
 int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);
@@ -337,9 +391,12 @@ void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t ep
 void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
 void vc_drop(struct vp_cache *c, uint64_t key);
 uint64_t vc_dirty_count(struct vp_cache *c);
-/* Copies every dirty sector out (data in one block *arena); SIZE_MAX when out of memory. */
-size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out, uint8_t **arena);
-void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen);
+/* Lends every dirty sector's buffer (no copy) to a commit; SIZE_MAX when out of memory.
+ * vc_release gives them back: committed entries whose data did not change meanwhile
+ * become clean (keep) or leave the cache. */
+size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out);
+void vc_release(struct vp_cache *c, const struct vp_wsect *w, size_t n, bool committed, bool keep);
+void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen, bool keep);
 
 /* ---- background (vpool_scrub.c) ---- */
 int  vp_bg_start(struct vpool *p, int kind, uint32_t resilver_mask);
@@ -405,3 +462,5 @@ void vp_snap_vol_gone(struct vpool *p, struct vp_vol *v);
 int  vp_snap_create_uuid(struct vpool *p, const char *vol, const char *snap, const uint8_t *uuid, uint64_t ctime);
 nasd_bdev *vp_vol_open_view(struct vpool *p, struct vp_vol *view, uint32_t block_size);   /* vpool_vol.c */
 void vp_stream_fix(uint8_t *b, size_t len, const uint8_t *from_uuid);   /* fuzzing (vpool_send.c) */
+/* tests/tools: a copy of the commit profile counters */
+void vp_debug_prof(struct vpool *p, struct vp_prof *out);

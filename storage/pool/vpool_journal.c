@@ -1,10 +1,18 @@
 /* Commit and journal. A commit takes every dirty cached sector plus the pending
- * metadata deltas (allocations, unmaps), writes them as checksummed batches (<= 1000
- * sectors each) at the same journal offset on 2 members (all members for a mirror)
- * with pwritev2(RWF_DSYNC), and only then writes the data in place and publishes the
- * checksums. In-place data is made durable by the next checkpoint. Import replays
- * the batches newer than the last checkpoint, in order; every record is an absolute
- * "set", so replaying over partly checkpointed metadata converges to the same state. */
+ * metadata deltas (allocations, unmaps) and writes them as checksummed batches at the
+ * same journal offset on 2 members (all members for a mirror) with
+ * pwritev2(RWF_DSYNC), and only then writes the data in place and publishes the
+ * checksums. Sectors are journaled in one of two ways:
+ *  - with their data (VP_REC_WRITE): small durable commits (a FUA write, a flush
+ *    after a few writes), lz4 volumes and degraded pools. One synchronous write makes
+ *    them durable; the in-place copy is synced by the next checkpoint.
+ *  - as intents (VP_REC_INTENT: checksum only, 24 bytes): everything else. The data is
+ *    written once, in place; a durable commit then fdatasyncs the members. This is
+ *    what keeps large and write-back traffic from being written twice (journal copies
+ *    plus in place); vpool_intent.c sorts out old/new sectors and parity at import.
+ * Import replays the batches newer than the last checkpoint, in order; every record is
+ * an absolute "set", so replaying over partly checkpointed metadata converges to the
+ * same state. */
 #include "storage/pool/vpool_impl.h"
 #include "util/log.h"
 #include <stdlib.h>
@@ -13,6 +21,8 @@
 #include <xxhash.h>
 
 #define VP_BATCH_MAX 1000          /* data sectors per batch: fits IOV_MAX iovecs */
+#define VP_BATCH_RECS 16384        /* records per batch (intents carry no data) */
+#define VP_SMALL_DURABLE 64        /* durable commits up to this many sectors journal data */
 #define VP_JNL_MAGIC 0x4c4e524a4c505644ull   /* "DVPLJRNL" */
 
 struct jhdr {
@@ -75,7 +85,7 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
                        const struct vp_wsect *ws, size_t nws)
 {
     size_t ndata = 0;
-    for (size_t i = 0; i < nws; i++) ndata += ws[i].data != NULL;
+    for (size_t i = 0; i < nws; i++) ndata += ws[i].data && !ws[i].intent;
     size_t hdr_bytes = sizeof(struct jhdr) + (nrec + nws) * sizeof(struct vp_rec);
     size_t hdr_pages = (hdr_bytes + VP_SECTOR - 1) / VP_SECTOR;
     size_t len = (hdr_pages + ndata) * VP_SECTOR;
@@ -84,19 +94,23 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
         int rc = vp_checkpoint(p);
         if (rc) return rc;
     }
-    uint8_t *b = calloc(1, hdr_pages * VP_SECTOR);
+    uint8_t *b = NULL;   /* aligned: O_DIRECT members write it as it is */
     struct iovec *iov = malloc((ndata + 1) * sizeof *iov);
-    if (!b || !iov) { free(b); free(iov); return -ENOMEM; }
+    if (posix_memalign((void **)&b, VP_SECTOR, hdr_pages * VP_SECTOR) || !iov) { free(b); free(iov); return -ENOMEM; }
+    memset(b, 0, hdr_pages * VP_SECTOR);
     struct jhdr *h = (struct jhdr *)b;
     struct vp_rec *r = (struct vp_rec *)(b + sizeof *h);
     if (nrec) memcpy(r, recs, nrec * sizeof *r);
     size_t k = 1;
     for (size_t i = 0; i < nws; i++) {
         struct vp_rec *x = &r[nrec + i];
-        x->type = ws[i].data ? VP_REC_WRITE : VP_REC_CSUM;
+        x->type = !ws[i].data ? VP_REC_CSUM : ws[i].intent ? VP_REC_INTENT : VP_REC_WRITE;
         x->a = ws[i].sect;
         x->a32 = ws[i].csum;
-        if (ws[i].data) iov[k++] = (struct iovec){ ws[i].data, VP_SECTOR };
+        if (x->type != VP_REC_WRITE) continue;
+        iov[k++] = (struct iovec){ ws[i].data, VP_SECTOR };
+        p->jbits[x->a / 64] |= 1ull << (x->a % 64);   /* see choose_intents */
+        p->jbits_any = true;
     }
     iov[0] = (struct iovec){ b, hdr_pages * VP_SECTOR };
     h->magic = VP_JNL_MAGIC;
@@ -115,16 +129,26 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
     /* one pwritev2(RWF_DSYNC) per copy, the copies in parallel: the sync covers just
      * this range, not the in-place data waiting in the page cache (synced at checkpoints) */
     uint32_t jm = journal_members(p, h->seq);
+    struct iovec one, *wiov = iov;
+    void *bounce = NULL;
+    int wcnt = (int)k;
+    for (int m = 0; m < p->n; m++)
+        if ((jm & (1u << m)) && p->m[m].direct && !bounce && wiov == iov)
+            wiov = (struct iovec *)vp_iov_for_direct(iov, &wcnt, len, &one, &bounce);
     struct jcopy jc[VP_MAXM];
     pthread_t th[VP_MAXM];
     bool threaded[VP_MAXM] = {0};
     int nc = 0, ok = 0;
     for (int m = 0; m < p->n; m++)
-        if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .p = p, .fd = p->m[m].fd, .m = m, .iov = iov, .cnt = (int)k,
+        if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .p = p, .fd = p->m[m].fd, .m = m, .iov = wiov, .cnt = wcnt,
                                                        .off = VP_JOURNAL_OFF + p->jpos, .len = len };
+    uint64_t t0 = vp_now_ns();
     for (int i = 1; i < nc; i++) threaded[i] = pthread_create(&th[i], NULL, jcopy_write, &jc[i]) == 0;
     for (int i = 0; i < nc; i++) if (!threaded[i]) jcopy_write(&jc[i]);
     for (int i = 1; i < nc; i++) if (threaded[i]) pthread_join(th[i], NULL);
+    atomic_fetch_add(&p->prof.jnl_ns, vp_now_ns() - t0);
+    atomic_fetch_add(&p->prof.jnl_bytes, (uint64_t)len * nc);
+    atomic_fetch_add(&p->prof.jnl_data_bytes, (uint64_t)ndata * VP_SECTOR * nc);
     for (int i = 0; i < nc; i++) {
         if (jc[i].ok) { ok++; continue; }
         atomic_fetch_add(&p->m[jc[i].m].wr_err, 1);
@@ -132,6 +156,7 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
     }
     free(b);
     free(iov);
+    free(bounce);
     if (!ok) return -EIO;
     p->jpos += len;
     p->seq++;
@@ -156,14 +181,42 @@ int vp_journal_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec, co
     return write_batch(p, recs, nrec, ws, nws);
 }
 
+/* Intent-only is safe where a sector's old content cannot be needed to rebuild a
+ * neighbour during replay: all members online (no degraded read-modify-write) and not
+ * an lz4 chunk (whose sectors only make sense together). */
+static void choose_intents(struct vpool *p, struct vp_wsect *ws, size_t n, bool durable)
+{
+    bool ok = !(durable && n <= VP_SMALL_DURABLE && !atomic_load(&p->unsynced));
+    for (int m = 0; m < p->n && ok; m++) ok = atomic_load(&p->m[m].state) == VPOOL_M_ONLINE;
+    for (size_t i = 0; i < n; i++) {
+        ws[i].intent = 0;
+        if (!ok || !ws[i].data) continue;
+        uint64_t s = ws[i].sect;
+        struct vp_vol *v = vp_vol_of_sect(p, s);
+        ws[i].intent = !(v && (v->flags & VPOOL_VOL_LZ4)) && !(p->jbits[s / 64] >> (s % 64) & 1);
+    }
+}
+
+int vp_commit(struct vpool *p) { return vp_commit_ex(p, true); }
+
+int vp_writeback(struct vpool *p)
+{
+    pthread_mutex_lock(&p->commit_lock);
+    int rc = vc_dirty_count(p->cache) > p->dirty_soft ? vp_commit_ex(p, false) : 0;
+    pthread_mutex_unlock(&p->commit_lock);
+    return rc;
+}
+
 /* Caller holds commit_lock. */
-int vp_commit(struct vpool *p)
+int vp_commit_ex(struct vpool *p, bool durable)
 {
     if (atomic_load(&p->closed) == 2) return -ENXIO;
     uint64_t target = atomic_load(&p->write_gen);
     struct vp_wsect *ws;
-    uint8_t *arena, *extra = NULL;
-    size_t n = vc_collect_dirty(p->cache, &ws, &arena);
+    uint8_t *extra = NULL;
+    pthread_rwlock_wrlock(&p->put_lock);
+    size_t n = vc_collect_dirty(p->cache, &ws);
+    pthread_rwlock_unlock(&p->put_lock);
     if (n == SIZE_MAX) return -ENOMEM;
 
     pthread_mutex_lock(&p->pend_lock);   /* after collecting: an allocation precedes its data */
@@ -174,24 +227,35 @@ int vp_commit(struct vpool *p)
 
     int rc = 0;
     bool recs_journaled = false;
-    struct { uint64_t key, dgen; } *clean = NULL;
-    size_t nclean = n;
+    struct vp_wsect *lent = NULL;   /* the cache's buffers as collected (ws gets sorted, lz4 replaces it) */
+    size_t nlent = n;
+    bool committed = false;
     if (n) {
-        clean = malloc(n * sizeof *clean);
-        if (!clean) { rc = -ENOMEM; goto out; }
-        for (size_t i = 0; i < n; i++) { clean[i].key = ws[i].sect; clean[i].dgen = ws[i].dgen; }
+        lent = malloc(n * sizeof *lent);
+        if (!lent) { vc_release(p->cache, ws, n, false, false); rc = -ENOMEM; nlent = 0; goto out; }
+        memcpy(lent, ws, n * sizeof *lent);
         rc = vp_lz4_commit_prepare(p, &ws, &n, &extra);
         if (rc) goto out;
         for (size_t i = 0; i < n; i++) if (ws[i].data) ws[i].csum = vp_csum_of(ws[i].data);
         qsort(ws, n, sizeof *ws, cmp_ws);
+        choose_intents(p, ws, n, durable);
     }
     if (!n && !nrec) goto done;
+    atomic_fetch_add(&p->prof.commits, 1);
 
     size_t max_sect = p->jnl_size / 2 / VP_SECTOR;
     if (max_sect > VP_BATCH_MAX) max_sect = VP_BATCH_MAX;   /* one pwritev2 per journal copy */
     size_t i = 0;
+    bool any_intent = false;
     do {
-        size_t cnt = n - i < max_sect ? n - i : max_sect;
+        size_t cnt = 0, nd = 0;
+        while (i + cnt < n && cnt < VP_BATCH_RECS) {
+            bool d = ws[i + cnt].data && !ws[i + cnt].intent;
+            if (d && nd == max_sect) break;
+            nd += d;
+            any_intent |= ws[i + cnt].intent != 0;
+            cnt++;
+        }
         size_t nr = i == 0 ? nrec : 0;
         if (nr > max_sect) {   /* absurd number of unmaps: write them alone first */
             for (size_t k = 0; k < nr && !rc; k += max_sect)
@@ -200,14 +264,25 @@ int vp_commit(struct vpool *p)
         }
         if (!rc) rc = write_batch(p, recs, nr, ws + i, cnt);
         if (!rc) recs_journaled = true;
+        uint64_t t0 = vp_now_ns();
         if (!rc && cnt) rc = vp_apply_writes(p, ws + i, cnt);
+        atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
         if (rc) break;
         i += cnt;
     } while (i < n);
+    if (any_intent) atomic_store(&p->unsynced, 1);
     if (rc) goto out;
-    for (size_t k = 0; k < nclean; k++) vc_mark_clean(p->cache, clean[k].key, clean[k].dgen);
+    committed = true;
 done:
-    if (atomic_load(&p->durable_gen) < target) atomic_store(&p->durable_gen, target);
+    if (durable && atomic_load(&p->unsynced)) {   /* in-place data of intents becomes durable */
+        uint64_t t0 = vp_now_ns();
+        /* every member counts: a member whose sync failed is faulted, and one too many
+         * makes the pool FAULTED (one good member is not enough as it is for journal copies) */
+        if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) { rc = -EIO; goto out; }
+        atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
+        atomic_store(&p->unsynced, 0);
+    }
+    if (durable && atomic_load(&p->durable_gen) < target) atomic_store(&p->durable_gen, target);
     if (atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
 out:
     if (rc && nrec && !recs_journaled) {   /* keep the metadata deltas, in order, for the next try */
@@ -224,7 +299,8 @@ out:
         pthread_mutex_unlock(&p->pend_lock);
     }
     if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
-    free(clean); free(ws); free(arena); free(extra); free(recs);
+    if (lent) vc_release(p->cache, lent, nlent, committed, p->direct_io);   /* else the page cache has it */
+    free(lent); free(ws); free(extra); free(recs);
     return rc;
 }
 
@@ -248,7 +324,7 @@ static void *flusher_main(void *arg)
         p->flush_kick = false;
         pthread_mutex_unlock(&p->flush_mu);
         atomic_store(&p->flush_pending, 0);
-        vp_flush_to(p, atomic_load(&p->write_gen));
+        vp_writeback(p);
         pthread_mutex_lock(&p->flush_mu);
     }
     pthread_mutex_unlock(&p->flush_mu);
@@ -303,7 +379,7 @@ static uint8_t *read_batch(struct vpool *p, int m, uint64_t pos, uint64_t seq, u
     return b;
 }
 
-static int apply_batch(struct vpool *p, uint8_t *b, char *err, size_t errlen)
+static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char *err, size_t errlen)
 {
     struct jhdr *h = (struct jhdr *)b;
     struct vp_rec *r = (struct vp_rec *)(b + sizeof *h);
@@ -320,10 +396,17 @@ static int apply_batch(struct vpool *p, uint8_t *b, char *err, size_t errlen)
             ws[nws++] = (struct vp_wsect){ .sect = x->a, .csum = x->a32,
                                            .data = x->type == VP_REC_WRITE ? d : NULL };
             if (x->type == VP_REC_WRITE) d += VP_SECTOR;
+            if (vp_intents_override(it, x->a, 1)) goto nomem;
+            break;
+        case VP_REC_INTENT:
+            if (x->a >= p->n_sect || x->a32 == VP_CSUM_ZERO || x->a32 == VP_CSUM_MARK) goto bad;
+            if (vp_intents_add(it, x->a, p->csum[x->a], x->a32)) goto nomem;
+            vp_csum_set(p, x->a, x->a32);
             break;
         case VP_REC_ZERO:
             if (x->a > p->n_sect || x->b > p->n_sect - x->a) goto bad;
             for (uint64_t s = x->a; s < x->a + x->b; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+            if (vp_intents_override(it, x->a, x->b)) goto nomem;
             break;
         case VP_REC_ALLOC:
             if (x->a >= p->n_au || !x->a32 || x->a32 > VP_MAX_VOLS) goto bad;
@@ -338,6 +421,7 @@ static int apply_batch(struct vpool *p, uint8_t *b, char *err, size_t errlen)
             if (x->a >= p->n_au) goto bad;
             vp_au_set(p, x->a, 0, 0);
             for (uint64_t s = x->a * VP_AU_SECT; s < (x->a + 1) * VP_AU_SECT; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+            if (vp_intents_override(it, x->a * VP_AU_SECT, VP_AU_SECT)) goto nomem;
             break;
         default:
             goto bad;
@@ -351,11 +435,16 @@ bad:
     free(ws);
     vp_set_err(err, errlen, "journal batch %llu has an invalid record", (unsigned long long)h->seq);
     return -EBADMSG;
+nomem:
+    free(ws);
+    return -ENOMEM;
 }
 
 int vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen)
 {
     uint64_t pos = 0, seq = from_seq + 1, applied = 0;
+    struct vp_intents *it = vp_intents_new();
+    if (!it) return -ENOMEM;
     for (;;) {
         uint8_t *b = NULL;
         uint64_t len = 0;
@@ -363,14 +452,27 @@ int vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen)
             if (vp_readable(p, m) || atomic_load(&p->m[m].state) == VPOOL_M_RESILVERING)
                 b = read_batch(p, m, pos, seq, &len);
         if (!b) break;
-        int rc = apply_batch(p, b, err, errlen);
+        int rc = apply_batch(p, b, it, err, errlen);
         free(b);
-        if (rc) return rc;
+        if (rc) { vp_intents_resolve(p, it); return rc; }
         pos += len;
         p->seq = seq++;
         applied++;
     }
     p->jpos = pos;
+    int rc = vp_intents_resolve(p, it);
+    if (rc) return rc;
     if (applied) log_info("vpool %s: replayed %llu journal batches", p->name, (unsigned long long)applied);
     return 0;
+}
+
+void vp_debug_prof(struct vpool *p, struct vp_prof *o)
+{
+    o->commits = atomic_load(&p->prof.commits);
+    o->jnl_ns = atomic_load(&p->prof.jnl_ns);
+    o->apply_ns = atomic_load(&p->prof.apply_ns);
+    o->sync_ns = atomic_load(&p->prof.sync_ns);
+    o->jnl_bytes = atomic_load(&p->prof.jnl_bytes);
+    o->jnl_data_bytes = atomic_load(&p->prof.jnl_data_bytes);
+    o->inplace_bytes = atomic_load(&p->prof.inplace_bytes);
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -19,14 +21,6 @@ void vp_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-uint32_t vp_csum_of(const void *sector)
-{
-    uint64_t h = XXH3_64bits(sector, VP_SECTOR);
-    uint32_t v = (uint32_t)(h ^ (h >> 32));
-    if (v == VP_CSUM_ZERO || v == VP_CSUM_MARK) v = 2;
-    return v;
-}
-
 /* ---------------- member I/O ---------------- */
 
 void vp_member_fault(struct vpool *p, int m, const char *why)
@@ -38,9 +32,53 @@ void vp_member_fault(struct vpool *p, int m, const char *why)
     }
 }
 
+static bool aligned4k(uintptr_t x) { return x % VP_SECTOR == 0; }
+
+void vp_set_direct(struct vpool *p, int m)
+{
+    struct vp_member *mb = &p->m[m];
+    int fl = mb->fd >= 0 ? fcntl(mb->fd, F_GETFL) : -1;
+    mb->direct = fl >= 0 && fcntl(mb->fd, F_SETFL, fl | O_DIRECT) == 0;
+    if (mb->direct) p->direct_io = true;
+    if (!mb->direct) log_warn("vpool %s: %s: O_DIRECT not available, using the page cache", p->name, mb->path);
+}
+
+const struct iovec *vp_iov_for_direct(const struct iovec *iov, int *cnt, size_t len, struct iovec *one, void **bounce)
+{
+    *bounce = NULL;
+    bool ok = aligned4k(len);
+    for (int i = 0; i < *cnt && ok; i++) ok = aligned4k((uintptr_t)iov[i].iov_base) && aligned4k(iov[i].iov_len);
+    if (ok || posix_memalign(bounce, VP_SECTOR, (len + VP_SECTOR - 1) / VP_SECTOR * VP_SECTOR)) return iov;
+    size_t o = 0;
+    for (int i = 0; i < *cnt; i++) { memcpy((char *)*bounce + o, iov[i].iov_base, iov[i].iov_len); o += iov[i].iov_len; }
+    *one = (struct iovec){ *bounce, len };
+    *cnt = 1;
+    return one;
+}
+
+void vp_member_ck_err(struct vpool *p, int m)
+{
+    if (atomic_fetch_add(&p->m[m].ck_err, 1) + 1 < VP_CKSUM_FAULT_LIMIT) return;
+    if (atomic_load(&p->m[m].state) != VPOOL_M_ONLINE) return;
+    int bad = 0;
+    for (int i = 0; i < p->n; i++) bad += i != m && !vp_readable(p, i);
+    bool last = p->layout == VPOOL_STRIPE || (p->layout == VPOOL_RAIDZ1 && bad >= 1) ||
+                (p->layout == VPOOL_MIRROR && bad >= p->n - 1);
+    if (!last) vp_member_fault(p, m, "too many checksum errors");
+}
+
 int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
 {
     struct vp_member *mb = &p->m[m];
+    if (mb->direct && (!aligned4k((uintptr_t)buf) || !aligned4k(len))) {
+        void *b = NULL;
+        size_t l = (len + VP_SECTOR - 1) / VP_SECTOR * VP_SECTOR;
+        if (posix_memalign(&b, VP_SECTOR, l)) return -ENOMEM;
+        int rc = vp_mread(p, m, b, l, off);
+        if (!rc) memcpy(buf, b, len);
+        free(b);
+        return rc;
+    }
     char *b = buf;
     while (len) {
         ssize_t r = p->sim && vp_sim_before_read(p, m) ? (errno = EIO, -1) : pread(mb->fd, b, len, (off_t)off);
@@ -50,7 +88,10 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
             if (atomic_fetch_add(&mb->rd_err, 1) + 1 >= VP_READ_ERR_LIMIT) vp_member_fault(p, m, strerror(e));
             return -EIO;
         }
-        if (r == 0) { memset(b, 0, len); break; }  /* short file: past EOF reads zeros */
+        if (r == 0) {   /* the file shrank under us (members are never shorter than the pool needs) */
+            if (atomic_fetch_add(&mb->rd_err, 1) + 1 >= VP_READ_ERR_LIMIT) vp_member_fault(p, m, "read past the end");
+            return -EIO;
+        }
         b += r; off += r; len -= r;
     }
     return 0;
@@ -59,19 +100,32 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
 int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off)
 {
     struct vp_member *mb = &p->m[m];
-    struct iovec local[64];
-    if (cnt > 64) return -EINVAL;
+    struct iovec local[VP_IOV_MAX], one;
+    void *bounce = NULL;
+    if (cnt > VP_IOV_MAX) return -EINVAL;
+    if (mb->direct) {
+        size_t len = 0;
+        for (int i = 0; i < cnt; i++) len += iov[i].iov_len;
+        iov = vp_iov_for_direct(iov, &cnt, len, &one, &bounce);
+    }
     memcpy(local, iov, cnt * sizeof *iov);
     struct iovec *v = local;
     if (p->sim) {
         uint64_t len = 0;
         for (int i = 0; i < cnt; i++) len += iov[i].iov_len;
-        if (vp_sim_before_write(p, m, off, len)) { atomic_fetch_add(&mb->wr_err, 1); vp_member_fault(p, m, "simulated power loss"); return -EIO; }
+        if (vp_sim_before_write(p, m, off, len)) {
+            free(bounce);
+            atomic_fetch_add(&mb->wr_err, 1);
+            vp_member_fault(p, m, "simulated power loss");
+            return -EIO;
+        }
     }
     while (cnt) {
         ssize_t r = pwritev(mb->fd, v, cnt, (off_t)off);
+        if (r > 0) atomic_fetch_add_explicit(&p->prof.inplace_bytes, (uint64_t)r, memory_order_relaxed);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
+            free(bounce);
             atomic_fetch_add(&mb->wr_err, 1);
             vp_member_fault(p, m, r < 0 ? strerror(errno) : "short write");
             return -EIO;
@@ -80,6 +134,7 @@ int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_
         while (cnt && (size_t)r >= v->iov_len) { r -= v->iov_len; v++; cnt--; }
         if (cnt) { v->iov_base = (char *)v->iov_base + r; v->iov_len -= r; }
     }
+    free(bounce);
     return 0;
 }
 
@@ -150,7 +205,7 @@ static uint64_t label_csum(const struct vp_label *l)
 {
     struct vp_label c = *l;
     c.csum = 0;
-    return XXH3_64bits(&c, sizeof c);
+    return XXH3_64bits(&c, l->hdr_size == VP_LABEL_SIZE_V1 ? VP_LABEL_SIZE_V1 : sizeof c);
 }
 
 int vp_read_label(int fd, uint64_t off, struct vp_label *l)
@@ -160,7 +215,10 @@ int vp_read_label(int fd, uint64_t off, struct vp_label *l)
     if (r != (ssize_t)sizeof buf) return -EIO;
     memcpy(l, buf, sizeof *l);
     if (l->magic != VP_LABEL_MAGIC) return -ENOENT;
-    if (l->version < VP_LABEL_VERSION_MIN || l->version > VP_LABEL_VERSION || l->hdr_size != sizeof *l) return -EPROTO;
+    if (l->version < VP_LABEL_VERSION_MIN || l->version > VP_LABEL_VERSION ||
+        (l->hdr_size != sizeof *l && l->hdr_size != VP_LABEL_SIZE_V1))
+        return -EPROTO;
+    if (l->hdr_size != sizeof *l) memset(l->errs, 0, sizeof l->errs);
     if (label_csum(l) != l->csum) return -EBADMSG;
     if (l->nmembers < 1 || l->nmembers > VP_MAXM || l->member_idx >= l->nmembers || l->layout > VPOOL_RAIDZ1)
         return -EBADMSG;
@@ -184,6 +242,9 @@ static void label_fill(struct vpool *p, int m, struct vp_label *l)
     for (int i = 0; i < p->n; i++) {
         memcpy(l->guids[i], p->m[i].guid, 16);
         l->mstate[i] = (uint8_t)atomic_load(&p->m[i].state);
+        l->errs[i][0] = atomic_load(&p->m[i].rd_err);
+        l->errs[i][1] = atomic_load(&p->m[i].wr_err);
+        l->errs[i][2] = atomic_load(&p->m[i].ck_err);
     }
     l->gen = p->gen;
     l->ckpt_seq = p->seq;
@@ -219,7 +280,7 @@ int vp_write_labels(struct vpool *p, uint32_t only_mask)
 
 int vp_wipe_labels(struct vpool *p)
 {
-    uint8_t z[VP_SECTOR] = {0};
+    static const uint8_t z[VP_SECTOR] __attribute__((aligned(VP_SECTOR)));
     for (int i = 0; i < p->n; i++) {
         if (p->m[i].fd < 0) continue;
         if (pwrite(p->m[i].fd, z, sizeof z, VP_LABEL_A) != (ssize_t)sizeof z ||

@@ -63,7 +63,7 @@ static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
                 good = true;
             } else {
                 bad |= 1u << m;
-                if (read_ok) atomic_fetch_add(&p->m[m].ck_err, 1);
+                if (read_ok) vp_member_ck_err(p, m);
             }
         }
         if (good) {
@@ -80,7 +80,7 @@ static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
             bool read_ok = vp_mread(p, dm, buf, VP_SECTOR, off) == 0;
             if (read_ok && sect_ok(cs, buf)) { free(tmp); return 0; }
             dm_bad = vp_readable(p, dm);       /* still usable: rewrite it once rebuilt */
-            if (read_ok) atomic_fetch_add(&p->m[dm].ck_err, 1);
+            if (read_ok) vp_member_ck_err(p, dm);
         }
         if (p->layout == VPOOL_RAIDZ1) {
             memset(buf, 0, VP_SECTOR);
@@ -156,28 +156,82 @@ int vp_read_run_locked(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf
 
 /* ---------------- writes ---------------- */
 
-struct row_bufs { uint8_t *col[VP_MAXM]; uint8_t *par; uint8_t *tmp; };
+/* A batch is applied in three steps: parity is computed row by row and every member
+ * write is queued (data sectors point into the batch, parity into an arena); then
+ * each member's queue goes out from its own thread, adjacent pieces merged into one
+ * pwritev (a sequential batch becomes one or two writes per member, and no two threads
+ * contend for one file's inode lock); then the checksums are published. The row locks
+ * of every row in the batch are held throughout (taken in index order). */
+struct wq_ent { uint64_t off; const uint8_t *buf; size_t len; };
+struct wqueue { struct wq_ent *e; size_t n, cap; int err; };
+struct apply_ctx {
+    struct vpool *p;
+    struct wqueue q[VP_MAXM];
+    size_t par_used;             /* bytes of p->parena handed out (parity of queued rows) */
+    uint8_t *col[VP_MAXM], *tmp, *dpar;   /* scratch: columns read, degraded parity */
+    bool oom;
+};
 
-static int write_runs(struct vpool *p, int m, uint64_t row, const uint8_t *const *data)
+static void q_add(struct apply_ctx *a, int m, uint64_t off, const uint8_t *buf, size_t len)
 {
-    int rc = 0;
-    for (unsigned w = 0; w < VP_CHUNK_SECT;) {
-        if (!data[w]) { w++; continue; }
-        struct iovec iov[VP_CHUNK_SECT];
-        unsigned k = 0, start = w;
-        while (w < VP_CHUNK_SECT && data[w]) { iov[k].iov_base = (void *)data[w]; iov[k].iov_len = VP_SECTOR; k++; w++; }
-        if (vp_mwritev(p, m, iov, k, vp_moff(p, row, start)) < 0) rc = -EIO;
+    struct wqueue *q = &a->q[m];
+    if (q->n && q->e[q->n - 1].off + q->e[q->n - 1].len == off && q->e[q->n - 1].buf + q->e[q->n - 1].len == buf) {
+        q->e[q->n - 1].len += len;   /* contiguous in memory too */
+        return;
     }
-    return rc;
+    if (q->n == q->cap) {
+        size_t nc = q->cap ? q->cap * 2 : 256;
+        struct wq_ent *ne = realloc(q->e, nc * sizeof *ne);
+        if (!ne) { a->oom = true; return; }
+        q->e = ne; q->cap = nc;
+    }
+    q->e[q->n++] = (struct wq_ent){ off, buf, len };
+}
+
+/* parity space for one row: len bytes, 64 byte aligned, from the pool's arena (sized
+ * by vp_apply_writes beforehand, so it never moves while writes are queued) */
+static uint8_t *par_get(struct apply_ctx *a, size_t len)
+{
+    if (a->par_used + len > a->p->parena_cap) return NULL;
+    uint8_t *b = a->p->parena + a->par_used;
+    a->par_used += (len + 63) & ~(size_t)63;
+    return b;
+}
+
+static void queue_runs(struct apply_ctx *a, int m, uint64_t row, const uint8_t *const *data)
+{
+    for (unsigned w = 0; w < VP_CHUNK_SECT; w++)
+        if (data[w]) q_add(a, m, vp_moff(a->p, row, w), data[w], VP_SECTOR);
+}
+
+struct flush_job { struct vpool *p; int m; struct wqueue *q; };
+
+static void *flush_member(void *arg)
+{
+    struct flush_job *j = arg;
+    struct wqueue *q = j->q;
+    struct iovec iov[VP_IOV_MAX];
+    for (size_t i = 0; i < q->n;) {
+        uint64_t off = q->e[i].off, end = off;
+        int k = 0;
+        while (i < q->n && k < VP_IOV_MAX && q->e[i].off == end) {
+            iov[k++] = (struct iovec){ (void *)q->e[i].buf, q->e[i].len };
+            end += q->e[i].len;
+            i++;
+        }
+        if (vp_mwritev(j->p, j->m, iov, k, off) < 0) q->err = -EIO;
+    }
+    return NULL;
 }
 
 /* raidz1 with a member unavailable: parity per sector, by reconstruct-write when
  * every unwritten column is readable, else read-modify-write (old data + old parity,
- * read before anything is overwritten). */
-static void raidz_row_degraded(struct vpool *p, uint64_t row, const uint8_t *nd[][VP_CHUNK_SECT],
-                               struct row_bufs *rb)
+ * read before anything is overwritten). Written directly, not queued. */
+static void raidz_row_degraded(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_CHUNK_SECT])
 {
+    struct vpool *p = a->p;
     int pm = vp_parity_member(p, row), ndc = p->ndata;
+    uint8_t *par = a->dpar, *tmp = a->tmp;
     for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
         bool any = false;
         for (int c = 0; c < ndc; c++) any |= nd[c][w] != NULL;
@@ -191,21 +245,21 @@ static void raidz_row_degraded(struct vpool *p, uint64_t row, const uint8_t *nd[
                 if (!nd[c][w] && !rd) can_rw = false;
                 if (nd[c][w] && !rd) can_rmw = false;
             }
-            memset(rb->par, 0, VP_SECTOR);
+            memset(par, 0, VP_SECTOR);
             if (can_rw) {
                 par_ok = true;
                 for (int c = 0; c < ndc && par_ok; c++) {
-                    if (nd[c][w]) { xor_into(rb->par, nd[c][w], VP_SECTOR); continue; }
-                    par_ok = vp_mread(p, vp_col_member(p, row, c), rb->tmp, VP_SECTOR, off) == 0;
-                    xor_into(rb->par, rb->tmp, VP_SECTOR);
+                    if (nd[c][w]) { xor_into(par, nd[c][w], VP_SECTOR); continue; }
+                    par_ok = vp_mread(p, vp_col_member(p, row, c), tmp, VP_SECTOR, off) == 0;
+                    xor_into(par, tmp, VP_SECTOR);
                 }
             } else if (can_rmw) {
-                par_ok = vp_mread(p, pm, rb->par, VP_SECTOR, off) == 0;
+                par_ok = vp_mread(p, pm, par, VP_SECTOR, off) == 0;
                 for (int c = 0; c < ndc && par_ok; c++) {
                     if (!nd[c][w]) continue;
-                    par_ok = vp_mread(p, vp_col_member(p, row, c), rb->tmp, VP_SECTOR, off) == 0;
-                    xor_into(rb->par, rb->tmp, VP_SECTOR);
-                    xor_into(rb->par, nd[c][w], VP_SECTOR);
+                    par_ok = vp_mread(p, vp_col_member(p, row, c), tmp, VP_SECTOR, off) == 0;
+                    xor_into(par, tmp, VP_SECTOR);
+                    xor_into(par, nd[c][w], VP_SECTOR);
                 }
             }
             if (!par_ok)
@@ -216,14 +270,22 @@ static void raidz_row_degraded(struct vpool *p, uint64_t row, const uint8_t *nd[
             int m = vp_col_member(p, row, c);
             if (nd[c][w] && vp_writable(p, m)) vp_mwrite(p, m, nd[c][w], VP_SECTOR, off);
         }
-        if (par_ok) vp_mwrite(p, pm, rb->par, VP_SECTOR, off);
+        if (par_ok) vp_mwrite(p, pm, par, VP_SECTOR, off);
     }
 }
 
 /* raidz1 row, all members available: read the unwritten parts of [wlo, whi] of every
  * data column (none for full-row writes), compute parity over the range in one go. */
-static void raidz_row(struct vpool *p, uint64_t row, const uint8_t *nd[][VP_CHUNK_SECT], struct row_bufs *rb)
+/* columns a raidz1 row needs read for its parity, fetched for the whole batch before
+ * any parity is computed: one thread per member, so the reads of different members
+ * overlap (they are what random writes wait for, above all without the page cache) */
+struct pre_read { uint8_t *buf[VP_MAXM]; int rc[VP_MAXM]; unsigned wlo, whi; };
+struct rd_req { uint64_t off; size_t len; uint8_t *buf; size_t grp; int col; };
+struct rd_queue { struct rd_req *r; size_t n, cap; };
+
+static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_CHUNK_SECT], const struct pre_read *pr)
 {
+    struct vpool *p = a->p;
     int pm = vp_parity_member(p, row), ndc = p->ndata;
     unsigned wlo = VP_CHUNK_SECT, whi = 0;
     bool need_read[VP_MAXM] = {0}, fast = vp_writable(p, pm);
@@ -237,41 +299,162 @@ static void raidz_row(struct vpool *p, uint64_t row, const uint8_t *nd[][VP_CHUN
         int m = vp_col_member(p, row, c);
         if ((need_read[c] && !vp_readable(p, m)) || !vp_writable(p, m)) fast = false;
     }
-    if (!fast) { raidz_row_degraded(p, row, nd, rb); return; }
     size_t len = (whi - wlo + 1) * VP_SECTOR, boff = wlo * VP_SECTOR;
+    uint8_t *par = fast ? par_get(a, len) : NULL;
+    if (!par) { raidz_row_degraded(a, row, nd); return; }
+    par -= boff;   /* indexed by sector within the row below */
+    const uint8_t *colbuf[VP_MAXM];
     for (int c = 0; c < ndc; c++) {
-        if (need_read[c] && vp_mread(p, vp_col_member(p, row, c), rb->col[c] + boff, len, vp_moff(p, row, wlo)) < 0) {
-            raidz_row_degraded(p, row, nd, rb);   /* the member just failed */
+        colbuf[c] = a->col[c];
+        if (!need_read[c]) continue;
+        if (pr && pr->buf[c] && pr->wlo == wlo && pr->whi == whi) {   /* read ahead by prefetch_rows */
+            if (pr->rc[c] < 0) { raidz_row_degraded(a, row, nd); return; }
+            colbuf[c] = pr->buf[c] - boff;
+        } else if (vp_mread(p, vp_col_member(p, row, c), a->col[c] + boff, len, vp_moff(p, row, wlo)) < 0) {
+            raidz_row_degraded(a, row, nd);   /* the member just failed */
             return;
         }
     }
     /* parity per sector straight from the new data / the column just read (no copies) */
     for (unsigned w = wlo; w <= whi; w++) {
         const uint8_t *src[VP_MAXM];
-        uintptr_t align = (uintptr_t)(rb->par + w * VP_SECTOR);
+        uintptr_t align = (uintptr_t)(par + w * VP_SECTOR);
         void *vec[VP_MAXM + 1];
         for (int c = 0; c < ndc; c++) {
-            src[c] = nd[c][w] ? nd[c][w] : rb->col[c] + w * VP_SECTOR;
+            src[c] = nd[c][w] ? nd[c][w] : colbuf[c] + w * VP_SECTOR;
             vec[c] = (void *)src[c];
             align |= (uintptr_t)src[c];
         }
-        vec[ndc] = rb->par + w * VP_SECTOR;
+        vec[ndc] = par + w * VP_SECTOR;
         if (align % 32 || xor_gen(ndc + 1, VP_SECTOR, vec))   /* ISA-L needs 32 byte alignment */
-            xor_sources(rb->par + w * VP_SECTOR, src, ndc);
+            xor_sources(par + w * VP_SECTOR, src, ndc);
     }
-    for (int c = 0; c < ndc; c++) write_runs(p, vp_col_member(p, row, c), row, nd[c]);
-    vp_mwrite(p, pm, rb->par + boff, len, vp_moff(p, row, wlo));
+    for (int c = 0; c < ndc; c++) queue_runs(a, vp_col_member(p, row, c), row, nd[c]);
+    q_add(a, pm, vp_moff(p, row, wlo), par + boff, len);
 }
 
-/* Writes sectors (sorted by pool sector) in place and then publishes their checksums,
- * one row at a time under the row lock. */
+struct rd_job { struct vpool *p; int m; struct rd_queue *q; struct pre_read *pr; };
+
+static void *read_member(void *arg)
+{
+    struct rd_job *j = arg;
+    for (size_t i = 0; i < j->q->n; i++) {
+        struct rd_req *r = &j->q->r[i];
+        j->pr[r->grp].rc[r->col] = vp_mread(j->p, j->m, r->buf, r->len, r->off);
+    }
+    return NULL;
+}
+
+/* For every row group of the batch (in order) the columns raidz_row will need; read
+ * in parallel across members. Returns the array (one entry per group) or NULL. */
+static struct pre_read *prefetch_rows(struct vpool *p, const struct vp_wsect *ws, size_t n, size_t *ngroups)
+{
+    size_t ng = 0, cap = 64;
+    struct pre_read *pr = calloc(cap, sizeof *pr);
+    struct rd_queue q[VP_MAXM] = {{0}};
+    bool any = false, oom = !pr;
+    for (size_t i = 0; i < n && !oom;) {
+        int col;
+        uint64_t row = vp_row_of(p, ws[i].sect, &col);
+        uint32_t have[VP_MAXM] = {0};   /* bit w: column c has new data at w */
+        size_t j = i;
+        for (; j < n; j++) {
+            int c;
+            if (vp_row_of(p, ws[j].sect, &c) != row) break;
+            if (ws[j].data) have[c] |= 1u << (ws[j].sect % VP_CHUNK_SECT);   /* as raidz_row sees it */
+        }
+        i = j;
+        if (ng == cap) {
+            struct pre_read *np = realloc(pr, cap * 2 * sizeof *np);
+            if (!np) { oom = true; break; }
+            memset(np + cap, 0, cap * sizeof *np);
+            pr = np; cap *= 2;
+        }
+        struct pre_read *g = &pr[ng++];
+        uint32_t all = 0;
+        for (int c = 0; c < p->ndata; c++) all |= have[c];
+        if (!all) continue;
+        unsigned wlo = __builtin_ctz(all), whi = 31 - __builtin_clz(all);
+        g->wlo = wlo; g->whi = whi;
+        uint32_t span = (whi == 31 ? ~0u : (1u << (whi + 1)) - 1) & ~((1u << wlo) - 1);
+        for (int c = 0; c < p->ndata; c++) {
+            int m = vp_col_member(p, row, c);
+            if ((have[c] & span) == span || !vp_readable(p, m)) continue;   /* raidz_row decides the rest */
+            size_t len = (whi - wlo + 1) * VP_SECTOR;
+            struct rd_queue *rq = &q[m];
+            if (rq->n == rq->cap) {
+                size_t nc = rq->cap ? rq->cap * 2 : 64;
+                struct rd_req *nr = realloc(rq->r, nc * sizeof *nr);
+                if (!nr) { oom = true; break; }
+                rq->r = nr; rq->cap = nc;
+            }
+            if (posix_memalign((void **)&g->buf[c], 64, len)) { g->buf[c] = NULL; oom = true; break; }
+            rq->r[rq->n++] = (struct rd_req){ vp_moff(p, row, wlo), len, g->buf[c], ng - 1, c };   /* pr may move */
+            any = true;
+        }
+    }
+    if (!oom && any) {
+        struct rd_job jb[VP_MAXM];
+        pthread_t th[VP_MAXM];
+        bool threaded[VP_MAXM] = {0};
+        int first = -1;
+        for (int m = 0; m < p->n; m++) {
+            jb[m] = (struct rd_job){ p, m, &q[m], pr };
+            if (!q[m].n) continue;
+            if (first < 0) { first = m; continue; }
+            threaded[m] = pthread_create(&th[m], NULL, read_member, &jb[m]) == 0;
+            if (!threaded[m]) read_member(&jb[m]);
+        }
+        if (first >= 0) read_member(&jb[first]);
+        for (int m = 0; m < p->n; m++) if (threaded[m]) pthread_join(th[m], NULL);
+    }
+    for (int m = 0; m < VP_MAXM; m++) free(q[m].r);
+    if (oom) {   /* raidz_row reads for itself */
+        for (size_t k = 0; pr && k < ng; k++) for (int c = 0; c < VP_MAXM; c++) free(pr[k].buf[c]);
+        free(pr);
+        return NULL;
+    }
+    *ngroups = ng;
+    return pr;
+}
+
+static void lock_rows(struct vpool *p, const struct vp_wsect *ws, size_t n, uint8_t *held, bool lock)
+{
+    if (lock) {
+        memset(held, 0, VP_ROW_LOCKS);
+        for (size_t i = 0; i < n; i++) {
+            int c;
+            held[vp_rowlock(p, vp_row_of(p, ws[i].sect, &c)) - p->row_lock] = 1;
+        }
+    }
+    for (int i = 0; i < VP_ROW_LOCKS; i++) {
+        if (!held[i]) continue;
+        if (lock) pthread_mutex_lock(&p->row_lock[i]);
+        else pthread_mutex_unlock(&p->row_lock[i]);
+    }
+}
+
+/* Writes sectors (sorted by pool sector) in place and then publishes their checksums. */
 int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
 {
-    struct row_bufs rb = {0};
-    int ncols = p->layout == VPOOL_RAIDZ1 ? p->ndata : 0;
-    for (int c = 0; c < ncols; c++) if (!(rb.col[c] = xalloc(VP_CHUNK))) goto nomem;
-    if (!(rb.par = xalloc(VP_CHUNK)) || !(rb.tmp = xalloc(VP_SECTOR))) goto nomem;
-
+    struct apply_ctx a = { .p = p };
+    uint8_t held[VP_ROW_LOCKS];
+    int ncols = p->layout == VPOOL_RAIDZ1 ? p->ndata : 0, rc = 0;
+    for (int c = 0; c < ncols; c++) if (!(a.col[c] = xalloc(VP_CHUNK))) rc = -ENOMEM;
+    if (!(a.tmp = xalloc(VP_SECTOR)) || !(a.dpar = xalloc(VP_SECTOR))) rc = -ENOMEM;
+    if (!rc && ncols) {   /* worst case: every sector in a row of its own */
+        size_t need = n * VP_SECTOR + 64;
+        if (p->parena_cap < need) {
+            free(p->parena);
+            p->parena_cap = 0;
+            if (posix_memalign((void **)&p->parena, 64, need)) p->parena = NULL, rc = -ENOMEM;
+            else p->parena_cap = need;
+        }
+    }
+    if (rc) goto out;
+    lock_rows(p, ws, n, held, true);
+    size_t ngroups = 0, grp = 0;
+    struct pre_read *pre = p->layout == VPOOL_RAIDZ1 && n > 1 ? prefetch_rows(p, ws, n, &ngroups) : NULL;
     for (size_t i = 0; i < n;) {
         int col;
         uint64_t row = vp_row_of(p, ws[i].sect, &col);
@@ -283,32 +466,47 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
             if (vp_row_of(p, ws[j].sect, &c) != row) break;
             nd[c][ws[j].sect % VP_CHUNK_SECT] = ws[j].data;
         }
-        pthread_mutex_t *l = vp_rowlock(p, row);
-        pthread_mutex_lock(l);
-        if (p->layout == VPOOL_RAIDZ1) raidz_row(p, row, nd, &rb);
+        const struct pre_read *pg = pre && grp < ngroups ? &pre[grp] : NULL;
+        grp++;
+        if (p->layout == VPOOL_RAIDZ1) raidz_row(&a, row, nd, pg);
         else if (p->layout == VPOOL_MIRROR) {
-            for (int m = 0; m < p->n; m++) if (vp_writable(p, m)) write_runs(p, m, row, nd[0]);
+            for (int m = 0; m < p->n; m++) if (vp_writable(p, m)) queue_runs(&a, m, row, nd[0]);
         } else {
-            for (int c = 0; c < p->n; c++) {
-                bool any = false;
-                for (unsigned w = 0; w < VP_CHUNK_SECT; w++) any |= nd[c][w] != NULL;
-                if (any && vp_writable(p, c)) write_runs(p, c, row, nd[c]);
-            }
+            for (int c = 0; c < p->n; c++) if (vp_writable(p, c)) queue_runs(&a, c, row, nd[c]);
         }
-        for (size_t k = i; k < j; k++) {
-            vp_csum_set(p, ws[k].sect, ws[k].csum);
-            vp_note_degraded_write(p, ws[k].sect);
-        }
-        pthread_mutex_unlock(l);
         i = j;
     }
-    for (int c = 0; c < ncols; c++) free(rb.col[c]);
-    free(rb.par); free(rb.tmp);
-    return vp_pool_state(p) == VPOOL_FAULTED ? -EIO : 0;
-nomem:
-    for (int c = 0; c < ncols; c++) free(rb.col[c]);
-    free(rb.par); free(rb.tmp);
-    return -ENOMEM;
+    for (size_t k = 0; pre && k < ngroups; k++) for (int c = 0; c < VP_MAXM; c++) free(pre[k].buf[c]);
+    free(pre);
+    if (a.oom) {   /* nothing queued was written: publish nothing, the commit fails */
+        lock_rows(p, ws, n, held, false);
+        rc = -ENOMEM;
+        goto out;
+    }
+    struct flush_job fj[VP_MAXM];
+    pthread_t th[VP_MAXM];
+    bool threaded[VP_MAXM] = {0};
+    int first = -1;
+    for (int m = 0; m < p->n; m++) {
+        fj[m] = (struct flush_job){ p, m, &a.q[m] };
+        if (!a.q[m].n) continue;
+        if (first < 0) { first = m; continue; }   /* this thread does one member itself */
+        threaded[m] = pthread_create(&th[m], NULL, flush_member, &fj[m]) == 0;
+        if (!threaded[m]) flush_member(&fj[m]);
+    }
+    if (first >= 0) flush_member(&fj[first]);
+    for (int m = 0; m < p->n; m++) if (threaded[m]) pthread_join(th[m], NULL);
+    for (size_t k = 0; k < n; k++) {
+        vp_csum_set(p, ws[k].sect, ws[k].csum);
+        vp_note_degraded_write(p, ws[k].sect);
+    }
+    lock_rows(p, ws, n, held, false);
+out:
+    for (int m = 0; m < VP_MAXM; m++) free(a.q[m].e);
+    for (int c = 0; c < ncols; c++) free(a.col[c]);
+    free(a.tmp); free(a.dpar);
+    if (!rc && vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
+    return rc;
 }
 
 /* ---------------- resilver / scrub ---------------- */
@@ -396,7 +594,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
             }
             for (int m = 0; m < n; m++) {
                 if (!(bad & (1u << m))) continue;
-                atomic_fetch_add(&p->m[m].ck_err, 1);
+                vp_member_ck_err(p, m);
                 if (good >= 0 && vp_mwrite(p, m, buf[good] + w * VP_SECTOR, VP_SECTOR, woff) == 0) (*rep)++;
                 else if (good < 0) { (*unrep)++; break; }
             }
@@ -411,7 +609,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
             if (!has_data(cs) || !rd[m]) continue;
             if (!sect_ok(cs, buf[m] + w * VP_SECTOR)) {
                 bad_col = c; nbad++;
-                atomic_fetch_add(&p->m[m].ck_err, 1);
+                vp_member_ck_err(p, m);
             }
         }
         if (p->layout == VPOOL_STRIPE) { *unrep += nbad; continue; }
@@ -436,7 +634,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
         if (xor_check(n, VP_SECTOR, vec)) {
             memset(tmp, 0, VP_SECTOR);
             for (int m = 0; m < n; m++) if (m != pm) xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
-            atomic_fetch_add(&p->m[pm].ck_err, 1);
+            vp_member_ck_err(p, pm);
             if (vp_mwrite(p, pm, tmp, VP_SECTOR, woff) == 0) (*rep)++;
             else (*unrep)++;
         }

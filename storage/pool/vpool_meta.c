@@ -65,6 +65,9 @@ int vp_meta_alloc(struct vpool *p)
     if (pages_used(p) > p->meta_pages) return -EINVAL;
     p->csum = mmap(NULL, p->n_sect * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p->csum == MAP_FAILED) { p->csum = NULL; return -ENOMEM; }
+    p->jbits = mmap(NULL, (p->n_sect + 63) / 64 * 8, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p->jbits == MAP_FAILED) { p->jbits = NULL; return -ENOMEM; }
     p->au = calloc(p->n_au, sizeof *p->au);
     p->snap_cur = 1;
     p->meta_dirty = calloc(p->meta_pages, 1);
@@ -76,6 +79,8 @@ int vp_meta_alloc(struct vpool *p)
 void vp_meta_free(struct vpool *p)
 {
     if (p->csum) munmap(p->csum, p->n_sect * 4);
+    if (p->jbits) munmap(p->jbits, (p->n_sect + 63) / 64 * 8);
+    p->jbits = NULL;
     free(p->au);
     free((void *)p->meta_dirty);
     free(p->changed_au);
@@ -290,7 +295,14 @@ int vp_meta_load(struct vpool *p, uint32_t good_mask, char *err, size_t errlen)
 int vp_checkpoint(struct vpool *p)
 {
     atomic_store(&p->need_checkpoint, 0);
+    uint64_t t0 = vp_now_ns();
     if (vp_sync_members(p) < 0) return -EIO;
+    atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
+    atomic_store(&p->unsynced, 0);
+    if (p->jbits_any) {   /* every journaled sector is now synced in place */
+        memset(p->jbits, 0, (p->n_sect + 63) / 64 * 8);
+        p->jbits_any = false;
+    }
     p->gen++;
     int rc = vp_meta_write(p, false, 0);
     if (rc) return rc;

@@ -89,7 +89,8 @@ static int read_sectors(struct vpool *p, struct vp_vol *v, uint64_t vsect, unsig
     while (hit & (1u << hi)) hi--;
     if (!hit) {   /* common case: straight into the caller's buffer */
         if ((rc = vp_read_run(p, ps, cnt, out))) return rc;
-        if (cnt == 1 && vc_admit(p->cache, ps)) vc_put_clean(p->cache, ps, out, epoch);
+        /* members in the page cache already cache it: a second copy here only costs */
+        if (cnt == 1 && p->direct_io && vc_admit(p->cache, ps)) vc_put_clean(p->cache, ps, out, epoch);
         return 0;
     }
     if ((rc = vp_read_run(p, ps + lo, hi - lo + 1, tmp))) return rc;
@@ -148,6 +149,7 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
     int rc = 0;
     pthread_rwlock_rdlock(&vb->v->snap_lock);
     rc = vp_snap_cow_range(p, vb->v, src, off, len);   /* units a snapshot or the clone origin holds */
+    pthread_rwlock_rdlock(&p->put_lock);
     while (len && !rc) {
         uint64_t vsect = off / VP_SECTOR, ps;
         unsigned inoff = off % VP_SECTOR;
@@ -167,11 +169,13 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
         }
         src += n; off += n; len -= n;
     }
+    pthread_rwlock_unlock(&p->put_lock);
     pthread_rwlock_unlock(&vb->v->snap_lock);
     uint64_t gen = atomic_fetch_add(&p->write_gen, 1) + 1;
     if (rc) return rc;
     uint64_t dirty = vc_dirty_count(p->cache);
-    if ((flags & NASD_IO_FUA) || dirty > p->dirty_max) rc = vp_flush_to(p, gen);
+    if (flags & NASD_IO_FUA) rc = vp_flush_to(p, gen);
+    else if (dirty > p->dirty_max) rc = vp_writeback(p);
     else if (dirty > p->dirty_soft) vp_flusher_kick(p);
     return rc;
 }

@@ -1,7 +1,7 @@
 // The pool form with a Ceph backend: choosing "Ceph cluster" hides layout and member disks and
 // shows the cluster fields; a missing key is refused in the page; a wrong RADOS pool shows the
 // server's error; the right settings create the pool, listed with layout ceph and state ONLINE,
-// and the key is never in any reply the page received.
+// and the key is never in any reply the page received; its page shows the cluster and syncs.
 //   node ceph.mjs --url URL --shots DIR --mon MONITORS --key KEY
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -44,6 +44,18 @@ try {
   await row.waitFor({ timeout: 30000 });
   await until(async () => /ceph/.test(await row.innerText()) && /ONLINE/.test(await row.innerText()), 'row with ceph ONLINE');
   await page.screenshot({ path: path.join(opt.shots, 'ceph-pool.png'), fullPage: true });
+  check(await page.locator('#pool-ceph').isHidden() && await page.locator('#pool-members').isVisible(),
+    'after the reset the form shows the ceph fields, not the local ones');
+
+  begin('the pool page shows the cluster, not member disks, and syncs');
+  await page.locator('[data-testid="pool-details-cephui"]').click();
+  await page.locator('[data-testid="ceph-health"]').waitFor();
+  await until(async () => /HEALTH_OK/.test(await page.locator('[data-testid="ceph-health"]').innerText()), 'cluster health');
+  check(/rbd/.test(await page.locator('[data-testid="ceph-pool"]').innerText()), 'RADOS pool not shown');
+  check(await page.locator('#pool-members-list').isHidden(), 'member disks shown for a ceph pool');
+  await page.click('#ceph-sync');
+  await until(async () => /synced/.test(await page.locator('body').innerText()), 'the sync toast');
+  await page.screenshot({ path: path.join(opt.shots, 'ceph-pool-detail.png'), fullPage: true });
   check(!bodies.some((t) => t.includes(opt.key)), 'a reply contained the cephx key');
   check(b.jsErrors.length === 0, `JavaScript errors: ${b.jsErrors.join(' | ')}`);
   log('  ceph pool created from the UI');

@@ -35,6 +35,13 @@ expect 202 POST pools/tank/scrub
 wait_background
 [ "$(api GET pools/tank | jq -r '.repaired')" -gt 0 ] || fail "nothing repaired: $BODY"
 [ "$(api GET pools/tank | jq -r '.members[1].checksum_errors')" -gt 0 ] || fail "no checksum errors counted on d1: $BODY"
+# 24 MiB of garbage is far past the checksum error limit: d1 is FAULTED; clear resilvers it
+[ "$(api GET pools/tank | jq -r '.members[1].state')" = FAULTED ] || fail "d1 not FAULTED after 24 MiB of garbage"
+expect 200 POST pools/tank/clear
+wait_background
+[ "$(pool_state)" = ONLINE ] || fail "not ONLINE after clear"
+[ "$(api GET pools/tank | jq -r '.members[1].checksum_errors')" = 0 ] || fail "counters not cleared"
+$PAT verify "$URL" 1 64 >/dev/null || fail "data wrong after clear + resilver"
 expect 400 POST pools/tank/offline '{"member":9}'
 
 # 2. offline member: DEGRADED, still read/write, online resilvers

@@ -3,8 +3,10 @@
 # daemon (tools/iscsi_hostile stress: garbage then FIN/RST, logins whose 8 MiB READs are
 # never read, reinstatements over a few shared ISIDs, discovery, half PDUs then RST),
 # from 50 loopback addresses. Bounds: REST answers every probe (2 s timeout) throughout,
-# RSS grows by less than 400 MiB, descriptors return to the baseline within 20 s, and a
-# normal initiator is served afterwards.
+# RSS grows by less than 512 MiB (queued output is bounded at 128 MiB in all; the rest is
+# READ buffers in flight and what glibc's per-thread arenas of the daemon's workers keep
+# after free; measured peaks +280..+360 MiB, was +1.9 GiB without the global bound),
+# descriptors return to the baseline within 20 s, and a normal initiator is served afterwards.
 set -u
 . "$(dirname "$0")/lib.sh"
 H=$ROOT/build/tools/iscsi_hostile
@@ -41,7 +43,7 @@ cat "$T/stress.out"
 kill -0 $NASD_PID 2>/dev/null || { tail -30 "$T/nasd.log"; fail "nasd died"; }
 echo "during: $probes REST probes, $slow failed; peak RSS $peak MiB; peak descriptors $fdpeak"
 [ $slow = 0 ] || fail "REST did not answer $slow of $probes probes"
-[ $((peak - rss0)) -lt 400 ] || fail "RSS grew by $((peak - rss0)) MiB (bound 400)"
+[ $((peak - rss0)) -lt 512 ] || fail "RSS grew by $((peak - rss0)) MiB (bound 512)"
 for _ in $(seq 40); do [ "$(fds)" -le $((fd0 + 2)) ] && break; sleep 0.5; done
 fd1=$(fds)
 echo "after: $fd1 descriptors (baseline $fd0), RSS $(rss) MiB"

@@ -30,6 +30,7 @@ use A
 expect 201 POST pools "$(ceph_pool_json shared)"
 expect 201 POST volumes '{"pool":"shared","name":"lun0","size":"128M"}'
 expect 201 POST datasets '{"pool":"shared","name":"files","mode":"0777"}'
+expect 201 POST datasets '{"pool":"shared","name":"spare"}'
 expect 201 POST exports/iscsi '{"name":"mp","volume":"shared/lun0"}'
 expect 201 POST exports/nfs '{"dataset":"shared/files","name":"files","clients":["127.0.0.0/8"],"root_squash":false}'
 A_URL="iscsi://127.0.0.1:$A_ISCSI/iqn.2026-12.io.nasd:mp/0"
@@ -39,7 +40,15 @@ timeout 120 "$CT" "$NFS_A" basic >/dev/null || fail "libnfs procedure test on a 
 gw B
 use B
 expect 201 POST pools/shared/import "$(ceph_import_json)"
-[ "$(jget "$BODY" '[.volumes, .datasets] | tostring')" = "[1,1]" ] || fail "import did not bring lun0 and files: $BODY"
+[ "$(jget "$BODY" '[.volumes, .datasets] | tostring')" = "[1,2]" ] || fail "import did not bring lun0, files, spare: $BODY"
+# showing a dataset on B does not keep its lock: A can still export it afterwards
+expect 200 GET datasets/shared/spare
+[ "$(jget "$BODY" .error)" = null ] || fail "B cannot read an idle dataset: $BODY"
+expect 200 GET datasets/shared/files
+[ "$(jget "$BODY" .error)" = "held by another gateway" ] || fail "files on B while A serves it: $BODY"
+use A
+expect 201 POST exports/nfs '{"dataset":"shared/spare","name":"spare","clients":["127.0.0.0/8"]}'
+use B
 expect 201 POST exports/iscsi '{"name":"mp","volume":"shared/lun0"}'
 B_URL="iscsi://127.0.0.1:$B_ISCSI/iqn.2026-12.io.nasd:mp/0"
 sa=$(serial "$A_URL") sb=$(serial "$B_URL")

@@ -2,7 +2,8 @@
 # Snapshots on a ceph pool through the same REST resources as local pools, done with RBD:
 # a volume snapshot (pattern A kept while B is written) as a read-only LUN with its own
 # serial, a clone that diverges, a forced rollback; a dataset snapshot taken at a
-# filesystem commit point, exported read-only over NFS, rolled back. Then the cluster stops
+# filesystem commit point, exported read-only over NFS, rolled back; a dataset quota and a
+# file handle across a restart, as for local datasets. Then the cluster stops
 # under the daemon: the pool says so, nasd keeps answering.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -71,6 +72,18 @@ nfs-cat "$S/b$ARGS" >/dev/null 2>&1 && fail "b (written after the snapshot) is i
 expect 200 POST datasets/cp/ds/snapshots/d1/rollback '{"force":true}'
 [ "$(nfs-cat "$L/a$ARGS" | sum)" = "$(sum < "$T/A")" ] || fail "a after the dataset rollback"
 nfs-cat "$L/b$ARGS" >/dev/null 2>&1 && fail "b still there after the rollback"
+# the NFS tests local datasets pass: quota, and a file handle kept across a daemon restart
+CT=$ROOT/build/tools/nfs_client_test
+expect 201 POST datasets '{"pool":"cp","name":"q","quota":"8M","mode":"0777"}'
+expect 201 POST exports/nfs '{"dataset":"cp/q","clients":["127.0.0.0/8"],"root_squash":false}'
+Q="nfs://127.0.0.1/cp/q$ARGS"
+timeout 60 "$CT" "$Q" quota $((8 << 20)) >/dev/null || fail "quota on a ceph dataset"
+timeout 20 "$CT" "$Q" save-handle "$T/fh" >/dev/null || fail "save handle"
+stop_nasd
+start_nasd "$T/gw"
+ARGS="?nfsport=$NFS_PORT&mountport=$MOUNT_PORT"
+timeout 20 "$CT" "nfs://127.0.0.1/cp/q$ARGS" check-handle "$T/fh" >/dev/null || fail "handle from before the restart"
+
 # the cluster goes away: the pool reports it within the client timeouts, nasd keeps answering
 ceph_down; CEPH_DIR=
 t0=$SECONDS

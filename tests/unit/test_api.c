@@ -111,6 +111,33 @@ START_TEST(pools)
 }
 END_TEST
 
+/* Ceph pool settings are checked before any connection is tried (no cluster here). */
+START_TEST(ceph_pool_input)
+{
+    static const char *const bad[] = {
+        "{\"name\":\"c\",\"backend\":\"ceph\"}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":\"x\"}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":{\"monitors\":\"127.0.0.1:1\",\"key\":\"AQ==\"}}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":{\"monitors\":\"127.0.0.1:1\",\"pool\":\"rbd\"}}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":{\"monitors\":\"127.0.0.1:1;rm -rf\",\"pool\":\"rbd\",\"key\":\"AQ==\"}}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":{\"monitors\":\"127.0.0.1:1\",\"pool\":\"rbd\",\"key\":\"a b\"}}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":{\"monitors\":\"127.0.0.1:1\",\"pool\":\"../x\",\"key\":\"AQ==\"}}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":{\"monitors\":\"127.0.0.1:1\",\"pool\":\"rbd\",\"user\":\"client.admin\",\"key\":\"AQ==\"}}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":{\"monitors\":\"127.0.0.1:1\",\"pool\":\"rbd\",\"keyring\":\"rel/path\"}}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"ceph\":{\"monitors\":1,\"pool\":\"rbd\",\"key\":\"AQ==\"}}",
+        "{\"name\":\"c\",\"backend\":\"ceph\",\"members\":[\"/x\"],\"ceph\":{\"monitors\":\"127.0.0.1:1\",\"pool\":\"rbd\",\"key\":\"AQ==\"}}",
+        "{\"name\":\"c\",\"backend\":\"zfs\"}",
+        "{\"name\":\"c\",\"layout\":\"stripe\",\"members\":[\"/x\"],\"ceph\":{}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *j = NULL;
+        ck_assert_msg(call(&j, "POST", "pools", "%s", bad[i]) == 400, "accepted: %s", bad[i]);
+        json_decref(j);
+    }
+    ck_assert_int_eq(call(NULL, "POST", "pools/c/sync", "{}"), 404);
+}
+END_TEST
+
 START_TEST(datasets_and_volumes)
 {
     json_t *j;
@@ -211,6 +238,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, pools);
+    tcase_add_test(tc, ceph_pool_input);
     tcase_add_test(tc, datasets_and_volumes);
     tcase_add_test(tc, exports_without_services);
     tcase_add_test(tc, routing);

@@ -25,6 +25,9 @@ static char kind[NSLOT];
 static _Atomic uint64_t seqno;
 static _Atomic int stop;
 static nasd_bdev *vol;
+/* 1: most requests are runs of 65..200 writes then a flush, so that commits journal
+ * checksums only (intents) and write the data in place once */
+static int big_batches;
 
 static void make_block(struct blk *b, uint64_t slot, uint64_t seq)
 {
@@ -37,13 +40,14 @@ static void *writer(void *arg)
 {
     int t = (int)(intptr_t)arg;
     uint64_t x = 0x2545F4914F6CDD1Dull * (uint64_t)(t + 1) ^ (uint64_t)time(NULL);
-    struct blk *b = aligned_alloc(4096, 8 * sizeof *b);
+    struct blk *b = aligned_alloc(4096, 200 * sizeof *b);
     while (!atomic_load(&stop)) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        uint64_t slot = (x >> 16) % (NSLOT / NTHR) * NTHR + t, r = x % 10, slots[8], seqs[8];
+        uint64_t slot = (x >> 16) % (NSLOT / NTHR) * NTHR + t, r = x % 10, slots[200], seqs[200];
         int n = 0, rc = 0;
         if (r < 8) {   /* 1..8 writes to consecutive own slots, FUA on the last or a flush */
-            int cnt = 1 + (int)((x >> 40) % 8);
+            int cnt = big_batches ? 65 + (int)((x >> 40) % 136) : 1 + (int)((x >> 40) % 8);
+            if (big_batches) r &= ~1u;   /* ends with a flush */
             for (int i = 0; i < cnt && slot + (uint64_t)i * NTHR < NSLOT && !rc; i++, n++) {
                 slots[n] = slot + (uint64_t)i * NTHR;
                 seqs[n] = atomic_fetch_add(&seqno, 1);
@@ -86,8 +90,9 @@ static int verify(struct vpool *p)
     return bad;
 }
 
-static void power_loss_round(enum vpool_layout l, int n, unsigned seed)
+static void power_loss_round(enum vpool_layout l, int n, unsigned seed, int big)
 {
+    big_batches = big;
     struct tdir t;
     tdir_make(&t, n);
     struct vpool_member_spec ms[4];
@@ -139,11 +144,16 @@ static void power_loss_round(enum vpool_layout l, int n, unsigned seed)
     tdir_remove(&t);
 }
 
-START_TEST(t_power_loss_raidz1) { power_loss_round(VPOOL_RAIDZ1, 4, (unsigned)_i + 1); }
+START_TEST(t_power_loss_raidz1) { power_loss_round(VPOOL_RAIDZ1, 4, (unsigned)_i + 1, 0); }
 END_TEST
-START_TEST(t_power_loss_mirror) { power_loss_round(VPOOL_MIRROR, 2, (unsigned)_i + 11); }
+START_TEST(t_power_loss_mirror) { power_loss_round(VPOOL_MIRROR, 2, (unsigned)_i + 11, 0); }
 END_TEST
-START_TEST(t_power_loss_stripe) { power_loss_round(VPOOL_STRIPE, 2, (unsigned)_i + 21); }
+START_TEST(t_power_loss_stripe) { power_loss_round(VPOOL_STRIPE, 2, (unsigned)_i + 21, 0); }
+END_TEST
+/* large flushed batches: data written in place once, only checksums journaled */
+START_TEST(t_power_loss_raidz1_intents) { power_loss_round(VPOOL_RAIDZ1, 4, (unsigned)_i + 31, 1); }
+END_TEST
+START_TEST(t_power_loss_mirror_intents) { power_loss_round(VPOOL_MIRROR, 2, (unsigned)_i + 41, 1); }
 END_TEST
 
 /* A disk dies under load (all its I/O fails with EIO): the pool must fault it, go
@@ -202,6 +212,8 @@ int main(void)
     tcase_add_loop_test(tc, t_power_loss_raidz1, 0, 6);
     tcase_add_loop_test(tc, t_power_loss_mirror, 0, 3);
     tcase_add_loop_test(tc, t_power_loss_stripe, 0, 2);
+    tcase_add_loop_test(tc, t_power_loss_raidz1_intents, 0, 6);
+    tcase_add_loop_test(tc, t_power_loss_mirror_intents, 0, 3);
     tcase_add_test(tc, t_member_dies_online);
     suite_add_tcase(s, tc);
     return run_suite(s);

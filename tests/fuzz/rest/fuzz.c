@@ -18,17 +18,22 @@
 #define SANDBOX "/tmp/nasd-fuzz-rest/"   /* fixed, so seeds can name member files in it */
 static struct appliance app;
 
+/* Errors only (a level the daemon can have: GET /system/settings names it); reset after
+ * every input, since PATCH /system/settings may change it. */
+static int quiet_level(void) { return getenv("FUZZ_LOG") ? LOG_DEBUG : LOG_ERR; }
+
 static char sandbox_dir[sizeof SANDBOX + 32];
 static void cleanup(void)
 {
-    char cmd[sizeof sandbox_dir + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", sandbox_dir);
+    /* this process's dir, and the member files inputs created at the sandbox's top */
+    char cmd[sizeof sandbox_dir + 96];
+    snprintf(cmd, sizeof cmd, "rm -rf %s; find " SANDBOX " -maxdepth 1 -type f -delete", sandbox_dir);
     (void)!system(cmd);
 }
 
 static int init(void)
 {
-    nasd_log_level = getenv("FUZZ_LOG") ? LOG_DEBUG : -1;
+    nasd_log_level = quiet_level();
     char dir[sizeof SANDBOX + 32];
     snprintf(dir, sizeof dir, "%s%d", SANDBOX, (int)getpid()); /* one per process: -jobs=N works */
     /* no chdir: libFuzzer's corpus paths are relative; the API takes absolute paths only */
@@ -155,5 +160,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_decref(c.body);
     json_decref(r.json);
     free(r.text);
+    nasd_log_level = quiet_level();
     return 0;
 }

@@ -27,7 +27,7 @@ function summary(p) {
 }
 
 // Scrub and resilver: a progress bar each and what the last run found.
-function maintenance(p, startScrub) {
+function maintenance(p, startScrub, clearErrors) {
   const sc = p.scrub || {};
   const rs = p.resilver || {};
   const busy = sc.running || rs.running;
@@ -54,7 +54,9 @@ function maintenance(p, startScrub) {
           ? 'not running: a member is not online' : 'not running: all members are in sync')),
     h('div', { class: 'actions' },
       button('Start scrub', { class: 'btn primary', id: 'pool-scrub', disabled: busy, onclick: startScrub }),
-      h('span', { class: 'hint muted' }, 'reads every block, checks it and repairs it from redundancy')));
+      h('span', { class: 'hint muted' }, 'reads every block, checks it and repairs it from redundancy'),
+      button('Clear errors', { class: 'btn', id: 'pool-clear', 'data-testid': 'pool-clear', disabled: busy, onclick: clearErrors }),
+      h('span', { class: 'hint muted' }, 'resets the error counters; a FAULTED member is resilvered back online')));
 }
 
 function membersTable(p, refresh, pickForReplace) {
@@ -105,6 +107,20 @@ function replaceForm(p, refresh) {
   return form;
 }
 
+// A pool on a Ceph cluster: where it lives, the cluster's health, and a sync that takes over
+// volumes and datasets other gateways created there (no scrub or member disks: the cluster's job).
+function cephBox(p, refresh) {
+  const c = p.ceph || {};
+  const item = (k, val, id) => h('div', { 'data-testid': id }, h('span', { class: 'k' }, k), h('span', { class: 'v mono', style: 'overflow-wrap: anywhere; font-size: 0.85em' }, String(val ?? '—')));
+  return h('div', {},
+    h('div', { class: 'kv pool-kv' }, item('Monitors', c.monitors, 'ceph-monitors'), item('RADOS pool', c.pool, 'ceph-pool'),
+      item('cephx user', c.user, 'ceph-user'), item('Cluster health', c.health, 'ceph-health'),
+      item('RADOS objects', c.objects, 'ceph-objects'), item('Cluster fsid', c.fsid, 'ceph-fsid')),
+    h('p', { class: 'muted hint-p' }, 'Volumes and datasets are RBD images in the RADOS pool; other nasd gateways attach with Import.'),
+    button('Sync from cluster', { id: 'ceph-sync', class: 'btn small',
+      onclick: () => action(() => post(`pools/${key(p.name)}/sync`), { ok: 'synced with the cluster record', refresh }) }));
+}
+
 export async function mount(root, name) {
   let timer = null;
   let disposed = false;
@@ -113,6 +129,7 @@ export async function mount(root, name) {
   const maintBox = h('div', { id: 'pool-maintenance' });
   const membersBox = h('div', { id: 'pool-members-list' });
   const replaceBox = h('div', { id: 'pool-replace' });
+  const cephBoxEl = h('div', { id: 'pool-ceph-info' });
   let replaceBuilt = '';
 
   const schedule = (p) => {
@@ -146,7 +163,10 @@ export async function mount(root, name) {
       down.length && !p.error ? h('div', { class: 'notice in-card', role: 'status', 'data-testid': 'pool-notice' },
         `${down.map((m) => `member ${m.index} is ${m.state}`).join(', ')}: ${p.state === 'DEGRADED'
           ? 'the pool runs without full redundancy. Bring it online or replace it.' : 'see the member list below.'}`) : null);
-    fill(maintBox, maintenance(p, startScrub));
+    const isCeph = p.backend === 'ceph';
+    secMaint.hidden = isCeph; secMembers.hidden = isCeph; secReplace.hidden = isCeph; secCeph.hidden = !isCeph;
+    if (isCeph) { fill(cephBoxEl, cephBox({ ...p, name }, refresh)); schedule(p); return; }
+    fill(maintBox, maintenance(p, startScrub, clearErrors));
     fill(membersBox, membersTable(p, refresh, pickForReplace));
     // rebuild the replace form only when the member list changed, so typing is not lost while polling
     const sig = (p.members || []).map((m) => `${m.path}:${m.state}`).join('|');
@@ -162,13 +182,17 @@ export async function mount(root, name) {
   async function startScrub() {
     await action(() => post(`pools/${key(name)}/scrub`), { ok: `scrub of ${name} started`, refresh });
   }
+  async function clearErrors() {
+    await action(() => post(`pools/${key(name)}/clear`), { ok: `errors of ${name} cleared`, refresh });
+  }
 
-  fill(root, head, h('h1', {}, `Pool ${name}`),
-    section('Health', summaryBox),
-    section('Scrub and resilver', maintBox),
-    section('Member disks', membersBox),
-    section('Replace a member disk', h('p', { class: 'muted hint-p' },
-      'The new disk takes the old one\'s place and is rebuilt from the other members (resilver).'), replaceBox));
+  const secMaint = section('Scrub and resilver', maintBox);
+  const secMembers = section('Member disks', membersBox);
+  const secReplace = section('Replace a member disk', h('p', { class: 'muted hint-p' },
+    'The new disk takes the old one\'s place and is rebuilt from the other members (resilver).'), replaceBox);
+  const secCeph = section('Ceph cluster', cephBoxEl);
+  secCeph.hidden = true;
+  fill(root, head, h('h1', {}, `Pool ${name}`), section('Health', summaryBox), secCeph, secMaint, secMembers, secReplace);
   await refresh();
   return () => { disposed = true; clearTimeout(timer); };
 }

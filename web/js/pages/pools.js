@@ -136,8 +136,9 @@ function createForm(refresh, suggestImport) {
       return true;
     },
     done: async (p) => {
-      toast(`pool ${p.name} created (${p.layout}, ${plural((p.members || []).length, 'disk')}, ${fmt.bytes(p.size)})`, 'ok');
+      toast(`pool ${p.name} created (${p.backend === 'ceph' ? `ceph pool ${p.ceph.pool}` : `${p.layout}, ${plural((p.members || []).length, 'disk')}`}, ${fmt.bytes(p.size)})`, 'ok');
       form.reset();
+      backend.dispatchEvent(new Event('change'));   // reset() does not fire it: show the local fields again
       fill(list);
       addMember();
       await refresh();
@@ -175,7 +176,7 @@ function importForm(refresh) {
     },
     run: (extra) => post(`pools/${key(name.value.trim())}/import`, isCeph() ? { backend: 'ceph', ceph: ceph.value(), comment: comment.value, ...extra }
       : { members: v.list(disks.value), comment: comment.value, ...extra }),
-    done: async (p) => { toast(`pool ${p.name} imported (${p.layout}, ${p.state})`, 'ok'); form.reset(); await refresh(); },
+    done: async (p) => { toast(`pool ${p.name} imported (${p.layout}, ${p.state})`, 'ok'); form.reset(); backend.dispatchEvent(new Event('change')); await refresh(); },
   });
   const suggest = (poolName, paths) => {
     name.value = poolName;

@@ -1,0 +1,164 @@
+/* Member faulting (#10.7b): a member cut short under the running pool gives read
+ * errors, not zeros, and is faulted (pool DEGRADED, data still right); checksum errors
+ * past the limit fault a member too; error counters persist across close/import;
+ * vpool_clear() resets them and resilvers a faulted member back online. */
+#define _GNU_SOURCE
+#include "tests/unit/check_main.h"
+#include <fcntl.h>
+#include "util/log.h"
+#include "storage/pool/vpool.h"
+#include "storage/pool/vpool_impl.h"   /* vp_debug_locate */
+#include "tests/unit/test_vpool_util.h"
+
+static struct vpool *make(struct tdir *t, int n, uint64_t data, uint64_t seed, const struct vpool_opts *o)
+{
+    struct vpool_member_spec ms[4];
+    for (int i = 0; i < n; i++) ms[i] = (struct vpool_member_spec){ t->member[i], MEMBER_SIZE };
+    struct vpool *p;
+    char err[256] = "";
+    ck_assert_msg(vpool_create("flt", VPOOL_RAIDZ1, ms, n, o, &p, err, sizeof err) == 0, "create: %s", err);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 32ull << 20, 0), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    write_pattern(b, 0, data, seed, 1);
+    nasd_bdev_put(b);
+    return p;
+}
+
+static struct vpool *reopen(struct tdir *t, int n, const struct vpool_opts *o)
+{
+    const char *paths[4];
+    for (int i = 0; i < n; i++) paths[i] = t->member[i];
+    struct vpool *p;
+    char err[256] = "";
+    ck_assert_msg(vpool_import(paths, n, o, &p, err, sizeof err) == 0, "import: %s", err);
+    return p;
+}
+
+/* A small cache, so that reads go to the members. */
+static const struct vpool_opts small = { .cache_bytes = 4ull << 20 };
+
+START_TEST(t_truncated_member_faults)
+{
+    struct tdir t;
+    tdir_make(&t, 4);
+    struct vpool *p = make(&t, 4, 16ull << 20, 3, &small);
+    vpool_close(p);
+    p = reopen(&t, 4, &small);
+    ck_assert_int_eq(truncate(t.member[2], 0), 0);   /* the disk "returns only zeros" no more: it ends */
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    check_pattern(b, 0, 16ull << 20, 3);              /* rebuilt from parity */
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.members[2].state, VPOOL_M_FAULTED);
+    ck_assert_int_eq(st.state, VPOOL_DEGRADED);
+    ck_assert_uint_ge(st.members[2].read_errors, 16);
+    ck_assert_uint_eq(st.unrepairable, 0);
+    write_pattern(b, 16ull << 20, 4ull << 20, 4, 1);  /* writes go on, degraded */
+
+    ck_assert_int_eq(vpool_clear(p), 0);              /* resilver puts it back */
+    vpool_wait_background(p);
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.state, VPOOL_ONLINE);
+    ck_assert_int_eq(st.members[2].state, VPOOL_M_ONLINE);
+    ck_assert_uint_eq(st.members[2].read_errors, 0);
+    nasd_bdev_put(b);
+    vpool_close(p);
+
+    /* the rebuilt member carries the data on its own: import without member 0 */
+    const char *less[3] = { t.member[1], t.member[2], t.member[3] };
+    char err[256] = "";
+    ck_assert_msg(vpool_import(less, 3, &small, &p, err, sizeof err) == 0, "import: %s", err);
+    b = open_vol(p, "v", 4096);
+    check_pattern(b, 0, 16ull << 20, 3);
+    check_pattern(b, 16ull << 20, 4ull << 20, 4);
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.unrepairable, 0);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
+START_TEST(t_counters_persist_and_clear)
+{
+    struct tdir t;
+    tdir_make(&t, 4);
+    struct vpool *p = make(&t, 4, 16ull << 20, 5, &small);
+    vpool_close(p);
+    p = reopen(&t, 4, &small);
+    /* zero a little of member 1's data area: a few checksum errors, below the limit */
+    struct vpool_status st;
+    int fd = open(t.member[1], O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    uint64_t off = 0;
+    int m = -1;
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    int hits = 0;
+    for (uint64_t v = 0; v < (16ull << 20) && hits < 5; v += 4096) {
+        uint64_t ps;
+        ck_assert_int_eq(vp_debug_locate(p, "v", v, &m, &off, &ps), 0);
+        if (m != 1) continue;
+        static const uint8_t z[4096];
+        ck_assert_int_eq(pwrite(fd, z, sizeof z, (off_t)off), (ssize_t)sizeof z);
+        hits++;
+    }
+    close(fd);
+    check_pattern(b, 0, 16ull << 20, 5);
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.members[1].checksum_errors, 5);
+    ck_assert_int_eq(st.members[1].state, VPOOL_M_ONLINE);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    p = reopen(&t, 4, &small);
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.members[1].checksum_errors, 5);   /* kept in the labels */
+    ck_assert_int_eq(vpool_clear(p), 0);
+    vpool_close(p);
+    p = reopen(&t, 4, &small);
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.members[1].checksum_errors, 0);
+    ck_assert_int_eq(st.state, VPOOL_ONLINE);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
+/* A member that silently returns zeros everywhere is faulted after 64 checksum errors;
+ * the last redundancy is never faulted that way. */
+START_TEST(t_checksum_limit_faults)
+{
+    struct tdir t;
+    tdir_make(&t, 4);
+    struct vpool *p = make(&t, 4, 16ull << 20, 6, &small);
+    vpool_close(p);
+    p = reopen(&t, 4, &small);
+    int fd = open(t.member[3], O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 1 << 20, MEMBER_SIZE), 0);
+    close(fd);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    check_pattern(b, 0, 16ull << 20, 6);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.members[3].state, VPOOL_M_FAULTED);
+    ck_assert_int_eq(st.state, VPOOL_DEGRADED);
+    ck_assert_uint_ge(st.members[3].checksum_errors, 64);
+    ck_assert_uint_eq(st.unrepairable, 0);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
+int main(void)
+{
+    nasd_log_level = LOG_ERR;
+    Suite *s = suite_create("vpool_fault");
+    TCase *tc = tcase_create("fault");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, t_truncated_member_faults);
+    tcase_add_test(tc, t_counters_persist_and_clear);
+    tcase_add_test(tc, t_checksum_limit_faults);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
