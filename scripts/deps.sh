@@ -3,7 +3,7 @@
 # Extra packages (e.g. for benchmarks) can be passed as arguments.
 # Without arguments this is everything `make test` needs, the browser test's chromium and node included.
 PKGS="gcc make pkg-config curl libmicrohttpd-dev libjansson-dev libsqlite3-dev libiscsi-dev libiscsi-bin
-      libnfs-dev libnfs-utils check jq libisal-dev libxxhash-dev liblz4-dev nettle-dev libext2fs-dev e2fsprogs clang
+      libnfs-dev libnfs-utils check jq libisal-dev libxxhash-dev liblz4-dev nettle-dev libext2fs-dev e2fsprogs clang python3
       libblkid-dev $*"
 [ $# -eq 0 ] && PKGS="$PKGS chromium"
 missing=""
