@@ -129,7 +129,6 @@ struct nfs_worker {
     struct nfs_server *srv;
     uint8_t *rbuf;           /* 4 bytes record mark + reply */
     uint8_t *netbuf;         /* socket reads while this worker leads the network loop */
-    unsigned nreq;           /* calls handled (CPU time sampling) */
     int creds_valid;
     uint32_t fsuid, fsgid, ngroups;
     uint32_t groups[RPC_MAX_GIDS + 1];
