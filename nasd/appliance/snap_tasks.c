@@ -41,16 +41,25 @@ static void stamp(char *out, size_t len, const char *prefix)
     snprintf(out, len, "%s-%s", prefix, ts);
 }
 
-/* Takes prefix-<time> on the object (a numbered suffix if that name exists). */
-static int take(struct storage *st, int is_ds, const char *pool, const char *name, const char *prefix, char *snap,
-                size_t len, char *err, size_t errlen)
+static bool listed(json_t *list, const char *snap)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) if (!strcmp(js(v, "name"), snap)) return true;
+    return false;
+}
+
+/* Takes prefix-<time> on the object, with a numbered suffix if that name exists here
+ * or in avoid (the target's snapshots: a name pruned here may still live there). */
+static int take(struct storage *st, int is_ds, const char *pool, const char *name, const char *prefix,
+                json_t *avoid, char *snap, size_t len, char *err, size_t errlen)
 {
     char base[80];
     stamp(base, sizeof base, prefix);
     int rc = -EEXIST;
     for (int i = 0; rc == -EEXIST && i < 100; i++) {
         if (i) snprintf(snap, len, "%s-%d", base, i); else snprintf(snap, len, "%s", base);
-        rc = storage_snap_create(st, pool, name, is_ds, snap, err, errlen);
+        rc = listed(avoid, snap) ? -EEXIST : storage_snap_create(st, pool, name, is_ds, snap, err, errlen);
     }
     return rc;
 }
@@ -79,8 +88,8 @@ static void run_snapshot_task(struct snap_tasks *t, json_t *task)
     int64_t id = json_integer_value(json_object_get(task, "id"));
     int is_ds = !strcmp(js(task, "kind"), "dataset");
     char snap[128], err[512] = "";
-    int rc = take(t->a->storage, is_ds, js(task, "pool"), js(task, "name"), js(task, "prefix"), snap, sizeof snap,
-                  err, sizeof err);
+    int rc = take(t->a->storage, is_ds, js(task, "pool"), js(task, "name"), js(task, "prefix"), NULL, snap,
+                  sizeof snap, err, sizeof err);
     if (!rc) prune(t->a->storage, is_ds, js(task, "pool"), js(task, "name"), js(task, "prefix"),
                    json_integer_value(json_object_get(task, "keep")));
     if (rc) log_warn("snapshot task %lld: %s", (long long)id, err);
@@ -95,13 +104,21 @@ static int tmp_fd(struct appliance *a)
     return fd >= 0 ? fd : open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
+/* The target's snapshots of the copy, oldest first; NULL if it cannot be listed. */
+static json_t *target_list(json_t *task, const char *base_url)
+{
+    char *resp = malloc(65536);
+    if (!resp) return NULL;
+    int st = nasd_http_request("GET", base_url, js(task, "target_token"), NULL, -1, 0, resp, 65536, 30);
+    json_t *list = st == 200 ? json_loads(resp, 0, NULL) : NULL;
+    free(resp);
+    return json_is_array(list) ? list : (json_decref(list), NULL);
+}
+
 /* Keeps the newest keep snapshots "repl<id>-..." on the target. */
 static void prune_target(json_t *task, const char *base_url, const char *prefix, int64_t keep)
 {
-    char *resp = malloc(65536);
-    if (!resp) return;
-    int st = nasd_http_request("GET", base_url, js(task, "target_token"), NULL, -1, 0, resp, 65536, 30);
-    json_t *list = st == 200 ? json_loads(resp, 0, NULL) : NULL;
+    json_t *list = target_list(task, base_url);
     size_t n = 0, i, pl = strlen(prefix);
     json_t *v;
     json_array_foreach(list, i, v) if (!strncmp(js(v, "name"), prefix, pl)) n++;
@@ -113,7 +130,6 @@ static void prune_target(json_t *task, const char *base_url, const char *prefix,
         if (nasd_http_request("DELETE", url, js(task, "target_token"), NULL, -1, 0, NULL, 0, 30) == 204) n--;
     }
     json_decref(list);
-    free(resp);
 }
 
 static void run_replication_task(struct snap_tasks *t, json_t *task)
@@ -134,7 +150,9 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
     int e = 0;
     json_t *have = *last ? storage_snap_get(st, pool, name, is_ds, last, &e) : NULL;
     const char *from = have ? last : NULL;
-    int rc = take(st, is_ds, pool, name, prefix, snap, sizeof snap, err, sizeof err);
+    json_t *there = target_list(task, base_url);
+    int rc = take(st, is_ds, pool, name, prefix, there, snap, sizeof snap, err, sizeof err);
+    json_decref(there);
     bool made = !rc;
     int fd = rc ? -1 : tmp_fd(t->a);
     if (!rc && fd < 0) { rc = -errno; snprintf(err, sizeof err, "no temporary file: %s", strerror(errno)); }

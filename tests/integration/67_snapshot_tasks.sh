@@ -62,14 +62,22 @@ verify_b() {   # verify_b SEED MIB
   apib DELETE exports/iscsi/c
 }
 verify_b 1 16
-for seed in 2 3 4; do
-  first=$(replicated)
-  $PAT write "$URL" $seed 2 >/dev/null || fail "write seed $seed"
+run_repl() {   # makes the task due, waits for its run to end, fails on its error
+  local first; first=$(replicated)
   expect 202 POST replication-tasks/$RID/run
-  wait_for '[ "$(replicated)" != "$first" ]'
-  [ "$(api GET replication-tasks/$RID | jq -r '.last_error // empty')" = "" ] || fail "incremental replication: $BODY"
+  wait_for '[ "$(api GET replication-tasks/$RID | jq -r .last_run)" != 0 ]'
+  api GET replication-tasks/$RID >/dev/null
+  [ "$(jget "$BODY" '.last_error // empty')" = "" ] || fail "incremental replication: $BODY"
+  [ "$(replicated)" != "$first" ] || fail "no new snapshot replicated: $BODY"
+}
+for seed in 2 3 4; do
+  $PAT write "$URL" $seed 2 >/dev/null || fail "write seed $seed"
+  run_repl
   verify_b $seed 2
 done
+# runs within one second must not reuse a name the target still holds
+for _ in 1 2 3; do run_repl; done
+verify_b 4 2
 apib GET volumes/dst/copy/snapshots
 [ "$(jget "$BODY" 'length')" = 2 ] || fail "retention on the target: $BODY"
 [ "$(api GET volumes/src/v/snapshots | jq '[.[] | select(.name | startswith("repl"))] | length')" = 1 ] ||
