@@ -1,20 +1,8 @@
 /* Sends malformed / hostile iSCSI traffic to a target and checks that each bad
  * connection is dropped cleanly (or the PDU rejected) while the target keeps
  * serving: usage iscsi_malformed PORT TARGET-IQN. Exit 0 when every case passes. */
-#include "iscsi/pdu.h"
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
+#include "tests/tools/iscsi_wire.h"
 
-static int port;
 static const char *iqn;
 static int failures;
 static bool hd, dd;             /* digests active on the current connection */
@@ -28,57 +16,10 @@ static void result(const char *name, bool ok)
 
 static int dial(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) < 0) { perror("connect"); exit(2); }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int fd = w_dial_from(NULL);
+    if (fd < 0) { perror("connect"); exit(2); }
     hd = dd = false;
     return fd;
-}
-
-static bool send_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n <= 0) return false;
-        p += n; len -= (size_t)n;
-    }
-    return true;
-}
-
-/* Reads exactly len bytes within timeout; false on EOF/timeout. */
-static bool recv_all(int fd, void *buf, size_t len, int timeout_ms)
-{
-    char *p = buf;
-    while (len) {
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        if (poll(&pfd, 1, timeout_ms) <= 0) return false;
-        ssize_t n = recv(fd, p, len, 0);
-        if (n <= 0) return false;
-        p += n; len -= (size_t)n;
-    }
-    return true;
-}
-
-/* The target must close the connection within timeout (any data before EOF is ignored). */
-static bool expect_drop(int fd, int timeout_ms)
-{
-    char buf[4096];
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        int left = timeout_ms - (int)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
-        if (left <= 0) return false;
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        if (poll(&pfd, 1, left) <= 0) return false;
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
-        if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
-        if (n < 0) return false;
-    }
 }
 
 /* Sends BHS (+digest) + data (+pad, +digest) as the current connection expects. */
@@ -89,33 +30,33 @@ static bool send_pdu(int fd, uint8_t *bhs, const void *data, uint32_t dlen)
     memcpy(buf, bhs, ISCSI_BHS_LEN);
     size_t hl = ISCSI_BHS_LEN;
     if (hd) { uint32_t crc = iscsi_crc32c(bhs, ISCSI_BHS_LEN, 0); memcpy(buf + hl, &crc, 4); hl += 4; }
-    if (!send_all(fd, buf, hl)) return false;
+    if (!w_send_all(fd, buf, hl)) return false;
     if (!dlen) return true;
     uint8_t pad[8] = { 0 };
     uint32_t pl = pad4(dlen);
-    if (!send_all(fd, data, dlen)) return false;
+    if (!w_send_all(fd, data, dlen)) return false;
     if (dd) {
         uint32_t crc = iscsi_crc32c(data, dlen, 0);
         if (pl) crc = iscsi_crc32c(pad, pl, crc);
         memcpy(pad + pl, &crc, 4);
         pl += 4;
     }
-    return !pl || send_all(fd, pad, pl);
+    return !pl || w_send_all(fd, pad, pl);
 }
 
 /* Receives one PDU; data (if any) into data[max]; returns data length or -1. */
 static int recv_pdu(int fd, uint8_t *bhs, uint8_t *data, size_t max, int timeout_ms)
 {
-    if (!recv_all(fd, bhs, ISCSI_BHS_LEN, timeout_ms)) return -1;
+    if (!w_recv_all(fd, bhs, ISCSI_BHS_LEN, timeout_ms)) return -1;
     uint8_t tmp[8];
     if (hd) {
-        if (!recv_all(fd, tmp, 4, timeout_ms)) return -1;
+        if (!w_recv_all(fd, tmp, 4, timeout_ms)) return -1;
         uint32_t crc = iscsi_crc32c(bhs, ISCSI_BHS_LEN, 0);
         if (memcmp(&crc, tmp, 4)) { fprintf(stderr, "bad header digest from target\n"); return -1; }
     }
     uint32_t dl = bhs_data_len(bhs), total = dl + pad4(dl) + (dd && dl ? 4 : 0);
     if (total > max) return -1;
-    if (total && !recv_all(fd, data, total, timeout_ms)) return -1;
+    if (total && !w_recv_all(fd, data, total, timeout_ms)) return -1;
     if (dd && dl) {
         uint32_t crc = iscsi_crc32c(data, dl + pad4(dl), 0);
         if (memcmp(&crc, data + dl + pad4(dl), 4)) { fprintf(stderr, "bad data digest from target\n"); return -1; }
@@ -190,9 +131,9 @@ static bool target_alive(void)
 static void case_raw(const char *name, const void *buf, size_t len, bool half_close)
 {
     int fd = dial();
-    bool ok = send_all(fd, buf, len);
+    bool ok = w_send_all(fd, buf, len);
     if (half_close) shutdown(fd, SHUT_WR);
-    ok = expect_drop(fd, 3000) && ok;
+    ok = w_expect_drop(fd, 3000) && ok;
     close(fd);
     result(name, ok && target_alive());
 }
@@ -244,13 +185,13 @@ static void pre_login_cases(void)
     uint8_t rsp[ISCSI_BHS_LEN], data[8192];
     send_pdu(fd, bhs, bad, sizeof bad);
     bool ok = recv_pdu(fd, rsp, data, sizeof data, 3000) >= 0 && bhs_opcode(rsp) == OP_LOGIN_RSP &&
-              rsp[36] == 0x02 && expect_drop(fd, 3000);
+              rsp[36] == 0x02 && w_expect_drop(fd, 3000);
     close(fd);
     result("malformed login keys -> initiator error + drop", ok);
 
     fd = dial();
     uint16_t st = 0;
-    ok = !login(fd, "iqn.2026-12.test:does-not-exist", false, &st) && st == 0x0203 && expect_drop(fd, 3000);
+    ok = !login(fd, "iqn.2026-12.test:does-not-exist", false, &st) && st == 0x0203 && w_expect_drop(fd, 3000);
     close(fd);
     result("login to unknown target -> 0x0203 + drop", ok);
 }
@@ -284,7 +225,7 @@ static void full_feature_cases(void)
     uint8_t raw[ISCSI_BHS_LEN + 4];
     memcpy(raw, bhs, ISCSI_BHS_LEN);
     memset(raw + ISCSI_BHS_LEN, 0x55, 4);           /* wrong header digest */
-    ok = send_all(fd, raw, sizeof raw) && expect_drop(fd, 3000);
+    ok = w_send_all(fd, raw, sizeof raw) && w_expect_drop(fd, 3000);
     close(fd);
     result("bad header digest -> drop", ok && target_alive());
 
@@ -292,7 +233,7 @@ static void full_feature_cases(void)
     login(fd, iqn, false, NULL);
     cmd_bhs(bhs, OP_NOP_OUT | BHS_I);
     put_be24(bhs + 5, 262145);                     /* over our MaxRecvDataSegmentLength */
-    ok = send_all(fd, bhs, ISCSI_BHS_LEN) && expect_drop(fd, 3000);
+    ok = w_send_all(fd, bhs, ISCSI_BHS_LEN) && w_expect_drop(fd, 3000);
     close(fd);
     result("data segment above MaxRecvDataSegmentLength -> drop", ok && target_alive());
 
@@ -311,14 +252,14 @@ static void full_feature_cases(void)
     put_be32(bhs + 16, witt);
     put_be32(bhs + 20, ttt);
     put_be32(bhs + 40, 4096);                      /* offset outside the burst */
-    ok = ok && send_pdu(fd, bhs, data, 512) && expect_drop(fd, 3000);
+    ok = ok && send_pdu(fd, bhs, data, 512) && w_expect_drop(fd, 3000);
     close(fd);
     result("Data-Out with bad buffer offset -> drop", ok && target_alive());
 
     fd = dial();
     login(fd, iqn, false, NULL);
     login_bhs(bhs);
-    ok = send_pdu(fd, bhs, "InitiatorName=x", 16) && expect_drop(fd, 3000);
+    ok = send_pdu(fd, bhs, "InitiatorName=x", 16) && w_expect_drop(fd, 3000);
     close(fd);
     result("Login PDU in full feature phase -> drop", ok && target_alive());
 
@@ -337,9 +278,9 @@ static void full_feature_cases(void)
         put_be32(bhs + 24, rand() % 2 ? cmdsn : (uint32_t)rand());
         for (uint32_t k = 0; k < dl && k < sizeof data; k++) data[k] = (uint8_t)rand();
         if (dl <= 65536) send_pdu(fd, bhs, data, dl);
-        else { put_be24(bhs + 5, dl); send_all(fd, bhs, ISCSI_BHS_LEN); }
+        else { put_be24(bhs + 5, dl); w_send_all(fd, bhs, ISCSI_BHS_LEN); }
         shutdown(fd, SHUT_WR);
-        if (!expect_drop(fd, 5000)) bad++;
+        if (!w_expect_drop(fd, 5000)) bad++;
         close(fd);
     }
     result("300 random PDUs after login: every connection closed", bad == 0);
@@ -365,25 +306,25 @@ static int hold(int secs)
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--idle")) {      /* silent connection: login timeout */
-        port = atoi(argv[2]);
+        w_port = atoi(argv[2]);
         int fd = dial();
-        bool ok = expect_drop(fd, 25000);
+        bool ok = w_expect_drop(fd, 25000);
         close(fd);
         result("silent connection dropped by the login timeout", ok);
         return ok ? 0 : 1;
     }
     if (argc == 4 && !strcmp(argv[1], "--login")) {     /* one login + ping, same ISID as --hold */
-        port = atoi(argv[2]);
+        w_port = atoi(argv[2]);
         iqn = argv[3];
         return target_alive() ? 0 : 1;
     }
     if (argc == 4 && !strcmp(argv[1], "--hold")) {
-        port = atoi(argv[2]);
+        w_port = atoi(argv[2]);
         iqn = argv[3];
         return hold(20);
     }
     if (argc != 3) { fprintf(stderr, "usage: iscsi_malformed [--hold|--idle|--login] PORT TARGET-IQN\n"); return 2; }
-    port = atoi(argv[1]);
+    w_port = atoi(argv[1]);
     iqn = argv[2];
     result("baseline login + NOP ping", target_alive());
     pre_login_cases();

@@ -1,7 +1,8 @@
 #pragma once
 /* A minimal raw iSCSI initiator for the hostile-traffic tools: dialing (optionally from a
  * chosen 127.x source address), PDU send/receive with digests, a one-PDU login, SCSI
- * command headers and NOP pings. Header-only: each tool is one .c file. */
+ * command headers and NOP pings. Header-only: each tool is one .c file; functions are static inline so a
+ * tool that uses only some of them builds without unused-function warnings. */
 #include "iscsi/pdu.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,7 +24,7 @@ struct wconn {
 
 static int w_port;
 
-static uint64_t w_now_ms(void)
+static inline uint64_t w_now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -31,7 +32,7 @@ static uint64_t w_now_ms(void)
 }
 
 /* Connects to 127.0.0.1:w_port from src (NULL: any). Returns fd or -1. */
-static int w_dial_from(const char *src)
+static inline int w_dial_from(const char *src)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
@@ -48,7 +49,7 @@ static int w_dial_from(const char *src)
     return fd;
 }
 
-static void w_init(struct wconn *w, int fd)
+static inline void w_init(struct wconn *w, int fd)
 {
     memset(w, 0, sizeof *w);
     w->fd = fd;
@@ -57,14 +58,14 @@ static void w_init(struct wconn *w, int fd)
 }
 
 /* Close with a TCP reset instead of a FIN. */
-static void w_reset(int fd)
+static inline void w_reset(int fd)
 {
     struct linger l = { 1, 0 };
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
     close(fd);
 }
 
-static bool w_send_all(int fd, const void *buf, size_t len)
+static inline bool w_send_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len) {
@@ -75,7 +76,7 @@ static bool w_send_all(int fd, const void *buf, size_t len)
     return true;
 }
 
-static bool w_recv_all(int fd, void *buf, size_t len, int timeout_ms)
+static inline bool w_recv_all(int fd, void *buf, size_t len, int timeout_ms)
 {
     char *p = buf;
     while (len) {
@@ -89,7 +90,7 @@ static bool w_recv_all(int fd, void *buf, size_t len, int timeout_ms)
 }
 
 /* True when the peer closes within timeout (data before EOF is ignored). */
-static bool w_expect_drop(int fd, int timeout_ms)
+static inline bool w_expect_drop(int fd, int timeout_ms)
 {
     char buf[65536];
     uint64_t end = w_now_ms() + (uint64_t)timeout_ms;
@@ -104,7 +105,7 @@ static bool w_expect_drop(int fd, int timeout_ms)
     }
 }
 
-static bool w_send_pdu(struct wconn *w, uint8_t *bhs, const void *data, uint32_t dlen)
+static inline bool w_send_pdu(struct wconn *w, uint8_t *bhs, const void *data, uint32_t dlen)
 {
     uint8_t buf[ISCSI_BHS_LEN + 4];
     put_be24(bhs + 5, dlen);
@@ -126,7 +127,7 @@ static bool w_send_pdu(struct wconn *w, uint8_t *bhs, const void *data, uint32_t
 }
 
 /* One PDU; data into data[max]; returns the data length or -1. */
-static int w_recv_pdu(struct wconn *w, uint8_t *bhs, uint8_t *data, size_t max, int timeout_ms)
+static inline int w_recv_pdu(struct wconn *w, uint8_t *bhs, uint8_t *data, size_t max, int timeout_ms)
 {
     if (!w_recv_all(w->fd, bhs, ISCSI_BHS_LEN, timeout_ms)) return -1;
     uint8_t tmp[4];
@@ -138,7 +139,7 @@ static int w_recv_pdu(struct wconn *w, uint8_t *bhs, uint8_t *data, size_t max, 
     return (int)dl;
 }
 
-static void w_login_bhs(struct wconn *w, uint8_t *bhs, const uint8_t isid[6], uint8_t flags)
+static inline void w_login_bhs(struct wconn *w, uint8_t *bhs, const uint8_t isid[6], uint8_t flags)
 {
     memset(bhs, 0, ISCSI_BHS_LEN);
     bhs[0] = BHS_I | OP_LOGIN_REQ;
@@ -152,7 +153,7 @@ static const uint8_t w_isid_default[6] = { 0x80, 0, 0, 0, 0, 0x42 };
 
 /* One-PDU login straight to full feature phase (no CHAP). target NULL: discovery.
  * Returns the login status (0 = logged in), or -1 on a transport error. */
-static int w_login(struct wconn *w, const char *initiator, const char *target, const uint8_t isid[6])
+static inline int w_login(struct wconn *w, const char *initiator, const char *target, const uint8_t isid[6])
 {
     uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN], data[8192];
     char keys[1024];
@@ -172,7 +173,7 @@ static int w_login(struct wconn *w, const char *initiator, const char *target, c
     return st;
 }
 
-static void w_cmd_bhs(struct wconn *w, uint8_t *bhs, uint8_t op)
+static inline void w_cmd_bhs(struct wconn *w, uint8_t *bhs, uint8_t op)
 {
     memset(bhs, 0, ISCSI_BHS_LEN);
     bhs[0] = op;
@@ -184,7 +185,7 @@ static void w_cmd_bhs(struct wconn *w, uint8_t *bhs, uint8_t op)
 }
 
 /* SCSI command header: cdb (16 bytes), flags (CMD_R/CMD_W), expected data length. */
-static void w_scsi_bhs(struct wconn *w, uint8_t *bhs, const uint8_t *cdb, uint8_t flags, uint32_t edtl)
+static inline void w_scsi_bhs(struct wconn *w, uint8_t *bhs, const uint8_t *cdb, uint8_t flags, uint32_t edtl)
 {
     w_cmd_bhs(w, bhs, OP_SCSI_CMD);
     bhs[1] |= flags;
@@ -194,7 +195,7 @@ static void w_scsi_bhs(struct wconn *w, uint8_t *bhs, const uint8_t *cdb, uint8_
 }
 
 /* NOP-Out ping with payload; true if echoed (other PDUs before it are skipped). */
-static bool w_ping(struct wconn *w)
+static inline bool w_ping(struct wconn *w)
 {
     uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN];
     static uint8_t data[300000];
