@@ -78,6 +78,7 @@ struct nfs_server {
     pthread_mutex_t qlock;
     pthread_cond_t qcond;
     struct nfs_req *qhead, *qtail;
+    int qlen;                /* calls in the queue */
     int qidle;               /* workers waiting on qcond */
     int stopping;
     int leading;             /* a worker runs the network loop (net_lead in server.c) */
@@ -125,10 +126,16 @@ struct nfs_req {
 };
 
 #define NFS_NET_BUF (256 * 1024)
+#define NFS_CORK_BYTES (64 * 1024)
+#define NFS_BATCH_MAX 8       /* calls of one connection a worker takes at once */
 struct nfs_worker {
     struct nfs_server *srv;
     uint8_t *rbuf;           /* 4 bytes record mark + reply */
     uint8_t *netbuf;         /* socket reads while this worker leads the network loop */
+    uint64_t cpu_mark;       /* thread CPU clock when its last call ended (one read per call) */
+    uint8_t *cork;           /* NFS_CORK_BYTES: replies of a batch of calls, sent together */
+    size_t cork_len;
+    int corking;             /* in run_batch (server.c) */
     int creds_valid;
     uint32_t fsuid, fsgid, ngroups;
     uint32_t groups[RPC_MAX_GIDS + 1];
