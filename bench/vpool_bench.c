@@ -10,7 +10,9 @@
  * durable before the next (pool: FUA; raw: pwrite + fdatasync), mean latency.
  * -D: 0 page cache only, 1 O_DIRECT only, 2 both (default). -S 1 (default): page cache
  * rows again with 1 and with 32 snapshots of the filled volume present (every unit
- * shared, so the first write to each copies it). -v: commit profile. */
+ * shared, so the first write to each copies it). -v: commit profile.
+ * -C (make bench-vpool-snap): only what snapshots cost, see snap_cost(); 4 threads
+ * unless -j, working set at most one member. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +40,8 @@ static int direct_sets = 2;
 static int snap_rows = 1;   /* -S 0: skip the rows with snapshots present */
 static int verbose;
 static struct vpool *cur_pool;   /* -v: commit profile per test */
-static int nsnaps;              /* snapshots taken after the fill */   /* -T: which of the four tests run (bit i = names[i]) */
+static int nsnaps;              /* snapshots taken after the fill */
+static uint64_t seed;           /* -C: mixed into the random offsets, from the clock per run */
 
 struct target {
     int fds[NM];          /* raw */
@@ -93,7 +96,7 @@ static void *worker(void *arg)
     uint8_t *buf;
     if (posix_memalign((void **)&buf, 4096, j->bs)) { j->err = -ENOMEM; return NULL; }
     for (size_t i = 0; i < j->bs; i++) buf[i] = (uint8_t)(i * 31 + j->id);
-    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(j->id + 1);
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(j->id + 1) ^ seed;
     while (!stop_flag) {
         uint64_t off;
         if (j->rnd) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; off = (x % (span / j->bs)) * j->bs; }
@@ -251,21 +254,87 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     return 0;
 }
 
+static double snap_ms(struct vpool *p, const char *name)
+{
+    double t0 = now();
+    if (vpool_snap_create(p, "v", name)) { fprintf(stderr, "snapshot %s failed\n", name); exit(1); }
+    return (now() - t0) * 1e3;
+}
+
+/* -C: 4 KiB random writes (THREADS threads) and 1 MiB sequential writes on a thin raidz1
+ * volume in the page cache, with no snapshot, in the seconds right after the first snapshot
+ * (every first write to a unit copies 1 MiB) and right after the 32nd; then snapshot create
+ * and delete times with the working set full of data. */
+static int snap_cost(void)
+{
+    char paths[NM][600];
+    struct vpool_member_spec ms[NM];
+    for (int i = 0; i < NM; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/vpool-snap-bench-m%d", dir, i);
+        unlink(paths[i]);
+        ms[i] = (struct vpool_member_spec){ paths[i], member_mb << 20 };
+    }
+    struct vpool *p;
+    char err[256];
+    if (vpool_create("sbench", VPOOL_RAIDZ1, ms, NM, NULL, &p, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    if (vpool_vol_create(p, "v", span, VPOOL_VOL_THIN)) { fprintf(stderr, "vol create failed\n"); return 1; }
+    int e;
+    tg.b = vpool_vol_open(p, "v", 4096, &e);
+    if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
+    cur_pool = p;
+    printf("vpool_snap_bench: raidz1 of 4 files of %llu MiB in %s, volume %llu MiB, %d threads, %.0fs per test\n",
+           (unsigned long long)member_mb, dir, (unsigned long long)workset_mb, nthreads, secs);
+    struct result fill;
+    test_mask = 0;
+    run_all(&fill);   /* fill only */
+    double r[3], iops[3][2], tc[3] = {0};
+    const char *state[3] = { "no snapshot", "after 1st snapshot", "after 32nd snapshot" };
+    char nm[32];
+    for (int k = 0; k < 3; k++) {
+        if (k == 1) tc[1] = snap_ms(p, "s1");
+        if (k == 2) {
+            for (int n = 2; n <= 31; n++) { snprintf(nm, sizeof nm, "s%d", n); snap_ms(p, nm); }
+            tc[2] = snap_ms(p, "s32");
+        }
+        seed = (uint64_t)(now() * 1e6);   /* other offsets each run */
+        run(1, 1, 4096, &iops[k][0]);
+        if (k) { snprintf(nm, sizeof nm, "q%d", k); snap_ms(p, nm); }   /* the sequential run copies again */
+        r[k] = run(1, 0, 1 << 20, &iops[k][1]);   /* sequential: seed unused */
+    }
+    printf("%-22s %14s %14s %14s\n", "state", "rand write 4K", "seq write 1M", "create (ms)");
+    for (int k = 0; k < 3; k++)
+        printf("%-22s %9.0f IOPS %9.1f MB/s %14.2f\n", state[k], iops[k][0], r[k], tc[k]);
+    double t0 = now();
+    if (vpool_snap_destroy(p, "v", "s1")) return 1;
+    printf("delete of the oldest snapshot: %.2f ms\n", (now() - t0) * 1e3);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    printf("pool allocated %llu MiB of %llu, unrepairable %llu\n", (unsigned long long)(st.allocated >> 20),
+           (unsigned long long)(st.size >> 20), (unsigned long long)st.unrepairable);
+    nasd_bdev_put(tg.b);
+    tg.b = NULL;
+    cur_pool = NULL;
+    vpool_close(p);
+    for (int i = 0; i < NM; i++) unlink(paths[i]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int c;
-    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:")) != -1) {
+    int c, snap_mode = 0, threads_set = 0;
+    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:C")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
         case 't': secs = atof(optarg); break;
-        case 'j': nthreads = atoi(optarg); break;
+        case 'j': nthreads = atoi(optarg); threads_set = 1; break;
         case 'w': workset_mb = strtoull(optarg, NULL, 0); break;
         case 'P': pool_only = 1; break;   /* skip the raw run (profiling) */
         case 'v': verbose = 1; break;
         case 'D': direct_sets = atoi(optarg); break;
         case 'S': snap_rows = atoi(optarg); break;
         case 'T': test_mask = (unsigned)strtoul(optarg, NULL, 0); break;
+        case 'C': snap_mode = 1; break;
         default:
             fprintf(stderr, "usage: vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]\n");
             return 64;
@@ -273,6 +342,12 @@ int main(int argc, char **argv)
     }
     if (nthreads < 1 || nthreads > 64 || member_mb < 64) return 64;
     nasd_log_level = LOG_WARN;
+    if (snap_mode) {
+        if (!threads_set) nthreads = 4;
+        if (workset_mb > member_mb) workset_mb = member_mb;   /* room for one full copy */
+        span = workset_mb << 20;
+        return snap_cost();
+    }
     char paths[NM][600];
     for (int i = 0; i < NM; i++) member(paths[i], sizeof paths[i], i);
     uint64_t msize = member_mb << 20;
