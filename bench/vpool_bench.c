@@ -40,6 +40,7 @@ static int direct_sets = 2;
 static int snap_rows = 1;   /* -S 0: skip the rows with snapshots present */
 static int verbose;
 static struct vpool *cur_pool;   /* -v: commit profile per test */
+static struct vp_prof prof_last; /* -v: the counters after the previous test of cur_pool */
 static int nsnaps;              /* snapshots taken after the fill */
 static uint64_t seed;           /* -C: mixed into the random offsets, from the clock per run */
 
@@ -137,8 +138,7 @@ static double run(int wr, int rnd, size_t bs, double *iops)
     if (wr && do_flush()) { fprintf(stderr, "flush failed\n"); exit(1); }
     double el = now() - t0;
     if (verbose && cur_pool) {
-        static struct vp_prof last;
-        struct vp_prof pr;
+        struct vp_prof pr, last = prof_last;
         vp_debug_prof(cur_pool, &pr);
         printf("  [%s %s %zu: %.2fs, %llu commits, journal %.0f ms / %.1f MB (data %.1f MB), apply %.0f ms, sync %.0f ms, "
                "member writes %.1f MB, requests %.1f MB]\n", wr ? "write" : "read", rnd ? "rand" : "seq", bs, el,
@@ -146,7 +146,7 @@ static double run(int wr, int rnd, size_t bs, double *iops)
                (pr.jnl_bytes - last.jnl_bytes) / 1e6, (pr.jnl_data_bytes - last.jnl_data_bytes) / 1e6,
                (pr.apply_ns - last.apply_ns) / 1e6, (pr.sync_ns - last.sync_ns) / 1e6,
                (pr.inplace_bytes - last.inplace_bytes) / 1e6, ops * (double)bs / 1e6);
-        last = pr;
+        prof_last = pr;
     }
     *iops = ops / el;
     return ops * (double)bs / el / 1e6;
@@ -220,6 +220,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     int e;
     tg.b = vpool_vol_open(p, "v", 4096, &e);
     cur_pool = p;
+    memset(&prof_last, 0, sizeof prof_last);   /* a new pool's counters start at 0 */
     if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
     nsnaps = snaps;
     unsigned saved_mask = test_mask;
@@ -282,6 +283,7 @@ static int snap_cost(void)
     tg.b = vpool_vol_open(p, "v", 4096, &e);
     if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
     cur_pool = p;
+    memset(&prof_last, 0, sizeof prof_last);   /* a new pool's counters start at 0 */
     printf("vpool_snap_bench: raidz1 of 4 files of %llu MiB in %s, volume %llu MiB, %d threads, %.0fs per test\n",
            (unsigned long long)member_mb, dir, (unsigned long long)workset_mb, nthreads, secs);
     struct result fill;
