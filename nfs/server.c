@@ -150,10 +150,16 @@ out:
     pthread_mutex_unlock(&c->send_lock);
 }
 
-void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
+/* Fills the 4-byte record mark in front of a reply of len bytes (mark included). */
+static void put_record_mark(uint8_t *buf, size_t len)
 {
     uint32_t mark = RM_LAST_FRAG | (uint32_t)(len - 4);
     buf[0] = mark >> 24; buf[1] = mark >> 16; buf[2] = mark >> 8; buf[3] = mark;
+}
+
+void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
+{
+    put_record_mark(buf, len);
     conn_send_bytes(c, buf, len);
 }
 
@@ -169,8 +175,7 @@ static void cork_flush(struct nfs_worker *w, struct nfs_conn *c)
 static void worker_reply(struct nfs_worker *w, struct nfs_conn *c, uint8_t *buf, size_t len)
 {
     if (!w->corking) { nfs_conn_send_reply(c, buf, len); return; }
-    uint32_t mark = RM_LAST_FRAG | (uint32_t)(len - 4);
-    buf[0] = mark >> 24; buf[1] = mark >> 16; buf[2] = mark >> 8; buf[3] = mark;
+    put_record_mark(buf, len);
     if (w->cork_len + len > NFS_CORK_BYTES) cork_flush(w, c);
     if (len > NFS_CORK_BYTES / 2) { conn_send_bytes(c, buf, len); return; }
     memcpy(w->cork + w->cork_len, buf, len);
@@ -318,19 +323,26 @@ static uint32_t be32_at(const uint8_t *p) { return (uint32_t)p[0] << 24 | p[1] <
 /* NFSv3 calls that read metadata only (NULL GETATTR LOOKUP ACCESS READLINK FSSTAT FSINFO
  * PATHCONF): short enough that the leader runs them without handing the network loop
  * to another worker first, which saves a thread wakeup per call. */
-static int call_is_quick(const struct nfs_req *r)
+static int64_t nfs3_proc_of(const struct nfs_req *r)   /* -1: not an NFSv3 call */
 {
     if (r->len < 24 || be32_at(r->rec + 4) != 0 || be32_at(r->rec + 12) != PROG_NFS || be32_at(r->rec + 16) != 3)
-        return 0;
-    uint32_t proc = be32_at(r->rec + 20);
-    return proc <= 1 || (proc >= 3 && proc <= 5) || (proc >= 18 && proc <= 20);
+        return -1;
+    return be32_at(r->rec + 20);
 }
+
+static int proc_is_quick(int64_t proc)
+{
+    return (proc >= 0 && proc <= 1) || (proc >= 3 && proc <= 5) || (proc >= 18 && proc <= 20);
+}
+
+static int call_is_quick(const struct nfs_req *r) { return proc_is_quick(nfs3_proc_of(r)); }
 
 /* Calls that may share a worker and a send with the calls next to them: the quick ones
  * and READ (page-cache speed; a slow call would hold back the replies corked before it). */
 static int call_is_batchable(const struct nfs_req *r)
 {
-    return call_is_quick(r) || (r->len >= 24 && be32_at(r->rec + 20) == 6 && be32_at(r->rec + 12) == PROG_NFS);
+    int64_t proc = nfs3_proc_of(r);
+    return proc_is_quick(proc) || proc == 6;
 }
 
 /* Takes the queue head and, when the queue holds more calls than there are workers to
