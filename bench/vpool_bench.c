@@ -188,6 +188,33 @@ static void run_all(struct result *r)
 
 static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-bench-m%d", dir, i); }
 
+/* A raidz1 pool over the member files with volume "v" of span bytes, opened as tg.b; NULL on failure. */
+static struct vpool *pool_open(const char *name, char paths[][600], uint64_t msize, const struct vpool_opts *o,
+                               int vol_flags)
+{
+    struct vpool_member_spec ms[NM];
+    for (int i = 0; i < NM; i++) ms[i] = (struct vpool_member_spec){ paths[i], msize };
+    struct vpool *p;
+    char err[256];
+    if (vpool_create(name, VPOOL_RAIDZ1, ms, NM, o, &p, err, sizeof err)) { fprintf(stderr, "%s\n", err); return NULL; }
+    if (vpool_vol_create(p, "v", span, vol_flags)) { fprintf(stderr, "vol create failed\n"); return NULL; }
+    int e;
+    tg.b = vpool_vol_open(p, "v", 4096, &e);
+    if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return NULL; }
+    cur_pool = p;
+    memset(&prof_last, 0, sizeof prof_last);   /* a new pool's counters start at 0 */
+    return p;
+}
+
+static void pool_close(struct vpool *p, char paths[][600])
+{
+    nasd_bdev_put(tg.b);
+    tg.b = NULL;
+    cur_pool = NULL;
+    vpool_close(p);
+    for (int i = 0; i < NM; i++) unlink(paths[i]);
+}
+
 /* One row set: raw files, then a raidz1 pool over the same files. */
 static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, struct result *rawres)
 {
@@ -210,18 +237,9 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     uint64_t pmsize = snaps ? 2 * msize : msize;
 
     /* raidz1 pool over the same files */
-    struct vpool_member_spec ms[NM];
-    for (int i = 0; i < NM; i++) ms[i] = (struct vpool_member_spec){ paths[i], pmsize };
-    struct vpool *p;
     struct vpool_opts o = { .direct = direct };
-    char err[256];
-    if (vpool_create("bench", VPOOL_RAIDZ1, ms, NM, &o, &p, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    if (vpool_vol_create(p, "v", span, 0)) { fprintf(stderr, "vol create failed\n"); return 1; }
-    int e;
-    tg.b = vpool_vol_open(p, "v", 4096, &e);
-    cur_pool = p;
-    memset(&prof_last, 0, sizeof prof_last);   /* a new pool's counters start at 0 */
-    if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
+    struct vpool *p = pool_open("bench", paths, pmsize, &o, 0);
+    if (!p) return 1;
     nsnaps = snaps;
     unsigned saved_mask = test_mask;
     if (snaps) test_mask &= 0xf;
@@ -229,11 +247,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     nsnaps = 0;
     struct vpool_status st;
     vpool_get_status(p, &st);
-    nasd_bdev_put(tg.b);
-    tg.b = NULL;
-    cur_pool = NULL;
-    vpool_close(p);
-    for (int i = 0; i < NM; i++) unlink(paths[i]);
+    pool_close(p, paths);
 
     if (snaps) printf("%s, %d snapshot%s of the filled volume present (members %llu MiB):\n",
                       direct ? "O_DIRECT members" : "page cache", snaps, snaps > 1 ? "s" : "",
@@ -269,21 +283,12 @@ static double snap_ms(struct vpool *p, const char *name)
 static int snap_cost(void)
 {
     char paths[NM][600];
-    struct vpool_member_spec ms[NM];
     for (int i = 0; i < NM; i++) {
         snprintf(paths[i], sizeof paths[i], "%s/vpool-snap-bench-m%d", dir, i);
         unlink(paths[i]);
-        ms[i] = (struct vpool_member_spec){ paths[i], member_mb << 20 };
     }
-    struct vpool *p;
-    char err[256];
-    if (vpool_create("sbench", VPOOL_RAIDZ1, ms, NM, NULL, &p, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    if (vpool_vol_create(p, "v", span, VPOOL_VOL_THIN)) { fprintf(stderr, "vol create failed\n"); return 1; }
-    int e;
-    tg.b = vpool_vol_open(p, "v", 4096, &e);
-    if (!tg.b) { fprintf(stderr, "vol open: %d\n", e); return 1; }
-    cur_pool = p;
-    memset(&prof_last, 0, sizeof prof_last);   /* a new pool's counters start at 0 */
+    struct vpool *p = pool_open("sbench", paths, member_mb << 20, NULL, VPOOL_VOL_THIN);
+    if (!p) return 1;
     printf("vpool_snap_bench: raidz1 of 4 files of %llu MiB in %s, volume %llu MiB, %d threads, %.0fs per test\n",
            (unsigned long long)member_mb, dir, (unsigned long long)workset_mb, nthreads, secs);
     struct result fill;
@@ -313,11 +318,7 @@ static int snap_cost(void)
     vpool_get_status(p, &st);
     printf("pool allocated %llu MiB of %llu, unrepairable %llu\n", (unsigned long long)(st.allocated >> 20),
            (unsigned long long)(st.size >> 20), (unsigned long long)st.unrepairable);
-    nasd_bdev_put(tg.b);
-    tg.b = NULL;
-    cur_pool = NULL;
-    vpool_close(p);
-    for (int i = 0; i < NM; i++) unlink(paths[i]);
+    pool_close(p, paths);
     return 0;
 }
 
