@@ -1,6 +1,7 @@
 #!/bin/bash
 # Runs Check unit test binaries (args) and tests/integration/*.sh; prints one closing tally.
-# UNIT_ONLY=1 / INTEGRATION_ONLY=1 restrict; TESTS=pattern filters integration scripts.
+# UNIT_ONLY=1 / INTEGRATION_ONLY=1 restrict; TESTS="pattern ..." runs the integration scripts
+# whose name contains any of the patterns; a TESTS that matches none is an error.
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0; failed=()
 if [ -z "$INTEGRATION_ONLY" ]; then
@@ -12,14 +13,23 @@ if [ -z "$INTEGRATION_ONLY" ]; then
   done
 fi
 if [ -z "$UNIT_ONLY" ]; then
+  matched=0
   for t in tests/integration/[0-9]*.sh; do
     [ -e "$t" ] || continue
-    [ -n "$TESTS" ] && [[ "$t" != *$TESTS* ]] && continue
+    if [ -n "$TESTS" ]; then
+      hit=
+      for pat in $TESTS; do [[ "$t" == *"$pat"* ]] && hit=1; done
+      [ -n "$hit" ] || continue
+    fi
+    matched=$((matched+1))
     echo "== integration $(basename "$t")"
     start=$(date +%s)
     if timeout 900 bash "$t"; then pass=$((pass+1)); r=ok; else fail=$((fail+1)); failed+=("$t"); r=FAIL; fi
     echo "-- $(basename "$t"): $r in $(( $(date +%s) - start ))s"
   done
+  if [ -n "$TESTS" ] && [ "$matched" -eq 0 ]; then
+    echo "TESTS=\"$TESTS\" matches no script in tests/integration"; fail=$((fail+1)); failed+=("TESTS=$TESTS")
+  fi
 fi
 echo
 [ ${#failed[@]} -gt 0 ] && printf 'FAILED: %s\n' "${failed[@]}"
