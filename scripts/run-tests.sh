@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs Check unit test binaries (args) and tests/integration/*.sh; prints one closing tally.
 # UNIT_ONLY=1 / INTEGRATION_ONLY=1 restrict; TESTS="pattern ..." runs the integration scripts
-# whose name contains any of the patterns; a TESTS that matches none is an error.
+# whose name contains any of the patterns (13_ uses one that matches none to build only).
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0; failed=()
 if [ -z "$INTEGRATION_ONLY" ]; then
@@ -28,7 +28,7 @@ if [ -z "$UNIT_ONLY" ]; then
     echo "-- $(basename "$t"): $r in $(( $(date +%s) - start ))s"
   done
   if [ -n "$TESTS" ] && [ "$matched" -eq 0 ]; then
-    echo "TESTS=\"$TESTS\" matches no script in tests/integration"; fail=$((fail+1)); failed+=("TESTS=$TESTS")
+    echo "note: TESTS=\"$TESTS\" matches no script in tests/integration: none ran"
   fi
 fi
 echo
