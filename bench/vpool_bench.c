@@ -135,8 +135,11 @@ static double run(int wr, int rnd, size_t bs, double *iops)
         ops += jobs[i].ops;
         if (jobs[i].err) { fprintf(stderr, "I/O error %d\n", jobs[i].err); exit(1); }
     }
+    double tf = now();
     if (wr && do_flush()) { fprintf(stderr, "flush failed\n"); exit(1); }
     double el = now() - t0;
+    if (verbose && wr) printf("  [%s %s %s %zu: final flush %.0f ms of %.2f s]\n", cur_pool ? "pool" : "raw",
+                              wr ? "write" : "read", rnd ? "rand" : "seq", bs, (now() - tf) * 1e3, el);
     if (verbose && cur_pool) {
         struct vp_prof pr, last = prof_last;
         vp_debug_prof(cur_pool, &pr);

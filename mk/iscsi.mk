@@ -4,5 +4,6 @@
 .PHONY: bench-iscsi
 BENCHES += bench-iscsi
 bench-iscsi: $(B)/tools/iscsi_serve $(B)/tools/iscsi_pattern $(B)/bench/iscsi_wbench $(B)/nasd
+	@scripts/deps.sh tgt
 	@mk/iscsi_bench.sh $(B) $(or $(BENCH_SECS),10)
 

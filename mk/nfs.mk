@@ -2,4 +2,5 @@
 .PHONY: bench-nfs
 BENCHES += bench-nfs
 bench-nfs: $(B)/bench/nfs_bench $(B)/tools/nfs_serve
+	@scripts/deps.sh nfs-ganesha nfs-ganesha-vfs rpcbind
 	B=$(B) bench/nfs_bench.sh $(NFS_BENCH_ARGS)

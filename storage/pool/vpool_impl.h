@@ -129,7 +129,14 @@ static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
 /* ALLOC: a32 volume, a AU, b = vext | birth << 32. LIFE: a AU, a32 its death generation.
  * VP_REC_INTENT: new checksum of a sector written in place without its data in the
  * journal (see vpool_intent.c) */
-enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_LIFE, VP_REC_INTENT = 7 };
+/* VP_REC_REGION: region a (VP_REGION_SECT pool sectors) may hold direct writes whose
+ * checksums are not journaled yet (see vpool_direct.c) */
+enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_LIFE, VP_REC_INTENT = 7,
+       VP_REC_REGION = 8, VP_REC_SYNCED = 9 };
+/* VP_REC_SYNCED: every batch up to seq a is in place and synced (its intents' data is
+ * what the members hold), written before a direct write may overwrite such data */
+#define VP_REGION_SECT 4096u      /* 16 MiB of pool sectors per write-intent region */
+#define VP_DLIST_MAX   16384u
 struct vp_rec { uint32_t type, a32; uint64_t a, b; };
 
 /* one sector to be written by a commit */
@@ -177,6 +184,18 @@ struct vpool {
      * sector is journaled with its data again, never as an intent replay would clobber */
     uint64_t *jbits;
     bool jbits_any;
+    /* write-intent regions logged since the last checkpoint (bit per region, commit_lock) */
+    uint64_t *rbits;
+    uint64_t nregions;
+    /* sectors written by direct writes since the last checkpoint whose checksums no
+     * durable commit has journaled yet (bit per sector; commit_lock). Up to
+     * VP_DLIST_MAX are also listed: a durable commit journals them as intents, and
+     * with more it checkpoints instead (cheaper than one record per sector). */
+    uint64_t *dbits, *dlist;
+    size_t dlist_n;
+    bool dlist_over;
+    uint64_t synced_seq;          /* journal batches up to this are synced in place (commit_lock) */
+    bool synced_unlogged;         /* ... and no VP_REC_SYNCED says so yet */
 
     pthread_mutex_t row_lock[VP_ROW_LOCKS];
     pthread_mutex_t part_lock[64];   /* sub-4K read-modify-write of one logical sector */
@@ -365,8 +384,25 @@ void vp_flusher_kick(struct vpool *p);
 struct vp_intents;
 struct vp_intents *vp_intents_new(void);
 int  vp_intents_add(struct vp_intents *t, uint64_t s, uint32_t prev, uint32_t now);
+void vp_intents_batch(struct vp_intents *t, uint64_t seq);     /* replay: the batch records come from */
+void vp_intents_synced(struct vp_intents *t, uint64_t upto);   /* replay: VP_REC_SYNCED */
 int  vp_intents_override(struct vp_intents *t, uint64_t s, uint64_t cnt);
 int  vp_intents_resolve(struct vpool *p, struct vp_intents *t);   /* frees t */
+
+/* ---- direct writes of large requests (vpool_direct.c) ---- */
+/* Writes [off, off+len) of v (sector aligned, mapped, unshared) in place from buf:
+ * -EAGAIN when the request must take the cache path instead. snap_lock held shared. */
+int  vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint64_t off, size_t len);
+bool vp_direct_ok(struct vpool *p, struct vp_vol *v, uint64_t off, size_t len);
+/* Import: accept what direct writes left in the regions the journal names, then make
+ * their parity match. After vp_intents_resolve. */
+int  vp_regions_resolve(struct vpool *p);
+void vp_direct_clear(struct vpool *p);   /* checkpoint: every direct write is covered */
+static inline bool vp_in_region(const struct vpool *p, uint64_t s)   /* named by a VP_REC_REGION */
+{
+    uint64_t r = s / VP_REGION_SECT;
+    return p->rbits[r / 64] >> (r % 64) & 1;
+}
 
 /* ---- allocation (vpool_alloc.c) ---- */
 int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);

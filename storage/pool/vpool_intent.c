@@ -12,8 +12,8 @@
 #include <string.h>
 
 enum { IK_INTENT, IK_OVERRIDE };
-struct ient { uint64_t s; uint32_t order, prev, now; uint32_t kind; };
-struct vp_intents { struct ient *e; size_t n, cap, nintent; uint32_t order; };
+struct ient { uint64_t s, bseq; uint32_t order, prev, now; uint32_t kind; };
+struct vp_intents { struct ient *e; size_t n, cap, nintent; uint32_t order; uint64_t bseq, synced; };
 
 struct vp_intents *vp_intents_new(void) { return calloc(1, sizeof(struct vp_intents)); }
 
@@ -26,6 +26,7 @@ static int push(struct vp_intents *t, struct ient x)
         t->e = ne; t->cap = nc;
     }
     x.order = t->order++;
+    x.bseq = t->bseq;
     t->e[t->n++] = x;
     return 0;
 }
@@ -35,6 +36,9 @@ int vp_intents_add(struct vp_intents *t, uint64_t s, uint32_t prev, uint32_t now
     t->nintent++;
     return push(t, (struct ient){ .s = s, .prev = prev, .now = now, .kind = IK_INTENT });
 }
+
+void vp_intents_batch(struct vp_intents *t, uint64_t seq) { t->bseq = seq; }
+void vp_intents_synced(struct vp_intents *t, uint64_t upto) { if (upto > t->synced) t->synced = upto; }
 
 int vp_intents_override(struct vp_intents *t, uint64_t s, uint64_t cnt)
 {
@@ -65,6 +69,11 @@ static int set_index(const uint32_t *c, int n, uint32_t v)
     return -1;
 }
 static bool in_set(const uint32_t *c, int n, uint32_t v) { return set_index(c, n, v) >= 0; }
+static bool is_zero_sector(const uint8_t *b)
+{
+    for (size_t i = 0; i < VP_SECTOR; i += 8) if (*(const uint64_t *)(b + i)) return false;
+    return true;
+}
 
 /* Picks the candidate the data on disk matches (cand[] is oldest first; of mirror
  * copies that differ the newest wins: the other copy may have missed its last sync);
@@ -95,7 +104,8 @@ static bool resolve_sector(struct vpool *p, uint64_t s, const uint32_t *cand, in
      * (the data member may have missed the sync that made the newer one durable, and
      * been faulted only in RAM) */
     int dm = vp_col_member(p, row, col), di = -1;
-    if (vp_readable(p, dm) && vp_mread(p, dm, buf, VP_SECTOR, off) == 0) di = set_index(cand, nc, vp_csum_of(buf));
+    bool have = vp_readable(p, dm) && vp_mread(p, dm, buf, VP_SECTOR, off) == 0;
+    if (have) di = set_index(cand, nc, vp_csum_of(buf));
     if (di >= 0 && cand[di] == VP_CSUM_ZERO) di = -1;
     if (p->layout == VPOOL_RAIDZ1 && di < nc - 1) {
         uint8_t rec[VP_SECTOR] __attribute__((aligned(64)));
@@ -113,6 +123,9 @@ static bool resolve_sector(struct vpool *p, uint64_t s, const uint32_t *cand, in
         }
     }
     if (di >= 0) { vp_csum_set(p, s, cand[di]); return true; }
+    /* a direct write after the last journaled one (vpool_direct.c): it is what is there.
+     * Not where zero is a candidate: the sector may hold what it had before an unmap */
+    if (have && !zero_ok && vp_in_region(p, s) && !is_zero_sector(buf)) { vp_csum_set(p, s, vp_csum_of(buf)); return true; }
     if (zero_ok) vp_csum_set(p, s, 0);
     return zero_ok;
 }
@@ -158,6 +171,7 @@ int vp_intents_resolve(struct vpool *p, struct vp_intents *t)
         for (; j < t->n && t->e[j].s == t->e[i].s; j++) {
             if (t->e[j].kind == IK_OVERRIDE) { nc = 0; open = false; continue; }
             open = true;
+            if (t->e[j].bseq <= t->synced) { nc = 0; cand[nc++] = t->e[j].now; continue; }   /* on disk since */
             if (nc < 15 && !in_set(cand, nc, t->e[j].prev)) cand[nc++] = t->e[j].prev;
             if (nc < 15 && !in_set(cand, nc, t->e[j].now)) cand[nc++] = t->e[j].now;
         }

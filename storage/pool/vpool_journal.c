@@ -225,6 +225,22 @@ int vp_commit_ex(struct vpool *p, bool durable)
     p->pend = NULL; p->npend = p->pend_cap = 0;
     pthread_mutex_unlock(&p->pend_lock);
 
+    /* a durable commit makes the checksums of direct writes durable too (vpool_direct.c) */
+    bool dckpt = durable && p->dlist_over;
+    size_t dlisted = 0;
+    if (durable && p->dlist_n && !dckpt) {
+        struct vp_rec *nr = realloc(recs, (nrec + p->dlist_n) * sizeof *nr);
+        if (!nr) dckpt = true;
+        else {
+            recs = nr;
+            for (size_t k = 0; k < p->dlist_n; k++) {
+                uint32_t cs = vp_csum_get(p, p->dlist[k]);
+                if (cs == VP_CSUM_ZERO || cs == VP_CSUM_MARK) continue;   /* unmapped since: its record covers it */
+                recs[nrec++] = (struct vp_rec){ .type = VP_REC_INTENT, .a = p->dlist[k], .a32 = cs };
+            }
+            dlisted = p->dlist_n;
+        }
+    }
     int rc = 0;
     bool recs_journaled = false;
     struct vp_wsect *lent = NULL;   /* the cache's buffers as collected (ws gets sorted, lz4 replaces it) */
@@ -257,9 +273,9 @@ int vp_commit_ex(struct vpool *p, bool durable)
             cnt++;
         }
         size_t nr = i == 0 ? nrec : 0;
-        if (nr > max_sect) {   /* absurd number of unmaps: write them alone first */
-            for (size_t k = 0; k < nr && !rc; k += max_sect)
-                rc = write_batch(p, recs + k, nr - k < max_sect ? nr - k : max_sect, NULL, 0);
+        if (nr > VP_BATCH_RECS) {   /* very many unmaps or intents: write them alone first */
+            for (size_t k = 0; k < nr && !rc; k += VP_BATCH_RECS)
+                rc = write_batch(p, recs + k, nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS, NULL, 0);
             nr = 0;
         }
         if (!rc) rc = write_batch(p, recs, nr, ws + i, cnt);
@@ -274,13 +290,18 @@ int vp_commit_ex(struct vpool *p, bool durable)
     if (rc) goto out;
     committed = true;
 done:
-    if (durable && atomic_load(&p->unsynced)) {   /* in-place data of intents becomes durable */
+    if (dlisted) vp_direct_clear(p);
+    if (dckpt) {   /* more direct writes than records are worth: sync and write the tables */
+        if ((rc = vp_checkpoint(p))) goto out;
+    } else if (durable && atomic_load(&p->unsynced)) {   /* in-place data of intents becomes durable */
         uint64_t t0 = vp_now_ns();
         /* every member counts: a member whose sync failed is faulted, and one too many
          * makes the pool FAULTED (one good member is not enough as it is for journal copies) */
         if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) { rc = -EIO; goto out; }
         atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
         atomic_store(&p->unsynced, 0);
+        p->synced_seq = p->seq;
+        p->synced_unlogged = true;
     }
     if (durable && atomic_load(&p->durable_gen) < target) atomic_store(&p->durable_gen, target);
     if (atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
@@ -387,6 +408,7 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
     struct vp_wsect *ws = calloc(h->nrec ? h->nrec : 1, sizeof *ws);
     size_t nws = 0;
     if (!ws) return -ENOMEM;
+    vp_intents_batch(it, h->seq);
     for (uint32_t i = 0; i < h->nrec; i++) {
         const struct vp_rec *x = &r[i];
         switch (x->type) {
@@ -412,6 +434,14 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
             if (x->a >= p->n_au || !x->a32 || x->a32 > VP_MAX_VOLS) goto bad;
             vp_au_set(p, x->a, x->a32, (uint32_t)x->b);
             vp_au_set_life(p, x->a, (uint32_t)(x->b >> 32), 0);
+            break;
+        case VP_REC_REGION:
+            if (x->a >= p->nregions) goto bad;
+            p->rbits[x->a / 64] |= 1ull << (x->a % 64);
+            break;
+        case VP_REC_SYNCED:
+            if (x->a >= h->seq) goto bad;
+            vp_intents_synced(it, x->a);
             break;
         case VP_REC_LIFE:
             if (x->a >= p->n_au) goto bad;
@@ -461,6 +491,7 @@ int vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen)
     }
     p->jpos = pos;
     int rc = vp_intents_resolve(p, it);
+    if (!rc) rc = vp_regions_resolve(p);
     if (rc) return rc;
     if (applied) log_info("vpool %s: replayed %llu journal batches", p->name, (unsigned long long)applied);
     return 0;

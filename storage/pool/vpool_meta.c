@@ -68,11 +68,18 @@ int vp_meta_alloc(struct vpool *p)
     p->jbits = mmap(NULL, (p->n_sect + 63) / 64 * 8, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p->jbits == MAP_FAILED) { p->jbits = NULL; return -ENOMEM; }
+    p->dbits = mmap(NULL, (p->n_sect + 63) / 64 * 8, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p->dbits == MAP_FAILED) { p->dbits = NULL; return -ENOMEM; }
+    p->dlist = malloc(VP_DLIST_MAX * sizeof *p->dlist);
+    if (!p->dlist) return -ENOMEM;
+    p->nregions = (p->n_sect + VP_REGION_SECT - 1) / VP_REGION_SECT;
+    p->rbits = calloc((p->nregions + 63) / 64, 8);
     p->au = calloc(p->n_au, sizeof *p->au);
     p->snap_cur = 1;
     p->meta_dirty = calloc(p->meta_pages, 1);
     p->changed_au = calloc(p->n_au, 1);
-    if (!p->au || !p->meta_dirty || !p->changed_au) return -ENOMEM;
+    if (!p->au || !p->meta_dirty || !p->changed_au || !p->rbits) return -ENOMEM;
     return 0;
 }
 
@@ -81,6 +88,12 @@ void vp_meta_free(struct vpool *p)
     if (p->csum) munmap(p->csum, p->n_sect * 4);
     if (p->jbits) munmap(p->jbits, (p->n_sect + 63) / 64 * 8);
     p->jbits = NULL;
+    if (p->dbits) munmap(p->dbits, (p->n_sect + 63) / 64 * 8);
+    p->dbits = NULL;
+    free(p->dlist);
+    p->dlist = NULL;
+    free(p->rbits);
+    p->rbits = NULL;
     free(p->au);
     free((void *)p->meta_dirty);
     free(p->changed_au);
@@ -303,6 +316,11 @@ int vp_checkpoint(struct vpool *p)
         memset(p->jbits, 0, (p->n_sect + 63) / 64 * 8);
         p->jbits_any = false;
     }
+    /* the journal restarts: no region needs resolving any more (members just synced,
+     * and the checksum table written below covers every direct write) */
+    memset(p->rbits, 0, (p->nregions + 63) / 64 * 8);
+    vp_direct_clear(p);
+    p->synced_unlogged = false;   /* batch numbers go on, but nothing before is replayed */
     p->gen++;
     int rc = vp_meta_write(p, false, 0);
     if (rc) return rc;

@@ -149,6 +149,14 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
     int rc = 0;
     pthread_rwlock_rdlock(&vb->v->snap_lock);
     rc = vp_snap_cow_range(p, vb->v, src, off, len);   /* units a snapshot or the clone origin holds */
+    if (!rc && vp_direct_ok(p, vb->v, off, len)) {   /* large: in place from buf, no cache copy */
+        uint64_t ps;
+        for (uint64_t o = off; o < off + len && !rc; o = (o / VP_AU_BYTES + 1) * VP_AU_BYTES)
+            rc = map_for_write(p, vb->v, o / VP_SECTOR, &ps);
+        if (!rc) rc = vp_direct_write(p, vb->v, src, off, len);
+        if (!rc) len = 0;
+        else if (rc == -EAGAIN) rc = 0;
+    }
     pthread_rwlock_rdlock(&p->put_lock);
     while (len && !rc) {
         uint64_t vsect = off / VP_SECTOR, ps;

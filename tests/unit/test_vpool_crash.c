@@ -26,7 +26,9 @@ static _Atomic uint64_t seqno;
 static _Atomic int stop;
 static nasd_bdev *vol;
 /* 1: most requests are runs of 65..200 writes then a flush, so that commits journal
- * checksums only (intents) and write the data in place once */
+ * checksums only (intents) and write the data in place once. 2: most are single
+ * writes of 48..256 slots (192 KiB..1 MiB), which go in place without the cache
+ * (vpool_direct.c), with or without a flush after them. */
 static int big_batches;
 
 static void make_block(struct blk *b, uint64_t slot, uint64_t seq)
@@ -40,11 +42,27 @@ static void *writer(void *arg)
 {
     int t = (int)(intptr_t)arg;
     uint64_t x = 0x2545F4914F6CDD1Dull * (uint64_t)(t + 1) ^ (uint64_t)time(NULL);
-    struct blk *b = aligned_alloc(4096, 200 * sizeof *b);
+    struct blk *b = aligned_alloc(4096, 256 * sizeof *b);
     while (!atomic_load(&stop)) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        uint64_t slot = (x >> 16) % (NSLOT / NTHR) * NTHR + t, r = x % 10, slots[200], seqs[200];
+        uint64_t slot = (x >> 16) % (NSLOT / NTHR) * NTHR + t, r = x % 10, slots[256], seqs[256];
         int n = 0, rc = 0;
+        if (big_batches == 2 && r < 8) {   /* one large write into this thread's half */
+            int cnt = 48 + (int)((x >> 40) % 209);
+            uint64_t half = NSLOT / NTHR, first = t * half + (x >> 20) % (half - (uint64_t)cnt);
+            for (int i = 0; i < cnt; i++) {
+                slots[i] = first + (uint64_t)i;
+                seqs[i] = atomic_fetch_add(&seqno, 1);
+                make_block(&b[i], slots[i], seqs[i]);
+            }
+            rc = nasd_bdev_write(vol, b, first * 4096, (size_t)cnt * 4096, (r & 1) ? NASD_IO_FUA : 0);
+            if (!rc && !(r & 1) && (x >> 50) % 2) rc = nasd_bdev_flush(vol);
+            else if (!rc && !(r & 1)) { for (int i = 0; i < cnt; i++) kind[slots[i]] = kind[slots[i]] ? kind[slots[i]] : 'W'; continue; }
+            if (!rc) for (int i = 0; i < cnt; i++) { acked[slots[i]] = seqs[i]; kind[slots[i]] = 'A'; }
+            if (rc) break;
+            continue;
+        }
+        if (big_batches == 2) slot = (slot / NTHR) % (NSLOT / NTHR) + t * (NSLOT / NTHR);   /* own half */
         if (r < 8) {   /* 1..8 writes to consecutive own slots, FUA on the last or a flush */
             int cnt = big_batches ? 65 + (int)((x >> 40) % 136) : 1 + (int)((x >> 40) % 8);
             if (big_batches) r &= ~1u;   /* ends with a flush */
@@ -84,7 +102,9 @@ static int verify(struct vpool *p)
         if (zero) { if (kind[s] == 'A' && intent[s] < acked[s]) why = "acknowledged write lost"; }
         else if (b.magic != MAGIC || b.slot != s || b.csum != XXH3_64bits(&b, 4096 - 8)) why = "torn block";
         else if (b.seq < acked[s]) why = "older than acknowledged";
-        if (why) { if (bad++ < 5) fprintf(stderr, "slot %llu: %s\n", (unsigned long long)s, why); }
+        if (why && bad++ < 5)
+            fprintf(stderr, "slot %llu: %s (kind %c, acked %llu, unmap %llu, found %llu)\n", (unsigned long long)s, why,
+                    kind[s], (unsigned long long)acked[s], (unsigned long long)intent[s], zero ? 0ull : (unsigned long long)b.seq);
     }
     nasd_bdev_put(v);
     return bad;
@@ -154,10 +174,52 @@ END_TEST
 START_TEST(t_power_loss_raidz1_intents) { power_loss_round(VPOOL_RAIDZ1, 4, (unsigned)_i + 31, 1); }
 END_TEST
 START_TEST(t_power_loss_mirror_intents) { power_loss_round(VPOOL_MIRROR, 2, (unsigned)_i + 41, 1); }
+START_TEST(t_power_loss_raidz1_direct) { power_loss_round(VPOOL_RAIDZ1, 4, (unsigned)_i + 51, 2); }
+START_TEST(t_power_loss_stripe_direct) { power_loss_round(VPOOL_STRIPE, 2, (unsigned)_i + 61, 2); }
 END_TEST
 
 /* A disk dies under load (all its I/O fails with EIO): the pool must fault it, go
  * DEGRADED, keep serving reads and writes, and come back ONLINE after a replace. */
+/* The direct path is taken for large writes (else the _direct rounds above test the
+ * cache path twice): no dirty cache entries, sectors listed for the next durable commit,
+ * which journals them; a small write still goes through the cache. */
+START_TEST(t_direct_taken)
+{
+    struct tdir t;
+    tdir_make(&t, 4);
+    struct vpool_member_spec ms[4];
+    for (int i = 0; i < 4; i++) ms[i] = (struct vpool_member_spec){ t.member[i], MEMBER_SIZE };
+    struct vpool *p;
+    char err[256];
+    ck_assert_int_eq(vpool_create("dt", VPOOL_RAIDZ1, ms, 4, NULL, &p, err, sizeof err), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 16ull << 20, 0), 0);
+    int e;
+    nasd_bdev *v = vpool_vol_open(p, "v", 4096, &e);
+    uint8_t *buf = aligned_alloc(4096, 1 << 20), *back = aligned_alloc(4096, 1 << 20);
+    for (size_t i = 0; i < (1 << 20); i++) buf[i] = (uint8_t)(i * 7 + i / 4096);
+    ck_assert_int_eq(nasd_bdev_write(v, buf, 3 << 20, 1 << 20, 0), 0);
+    ck_assert_uint_eq(vc_dirty_count(p->cache), 0);
+    ck_assert_uint_eq(p->dlist_n, 256);
+    ck_assert_int_eq(nasd_bdev_read(v, back, 3 << 20, 1 << 20), 0);
+    ck_assert(memcmp(buf, back, 1 << 20) == 0);
+    ck_assert_int_eq(nasd_bdev_write(v, buf, 0, 4096, 0), 0);
+    ck_assert_uint_eq(vc_dirty_count(p->cache), 1);
+    ck_assert_int_eq(nasd_bdev_flush(v), 0);
+    ck_assert_uint_eq(p->dlist_n, 0);
+    nasd_bdev_put(v);
+    vpool_close(p);
+    const char *paths[4] = { t.member[0], t.member[1], t.member[2], t.member[3] };
+    ck_assert_int_eq(vpool_import(paths, 4, NULL, &p, err, sizeof err), 0);
+    v = vpool_vol_open(p, "v", 4096, &e);
+    ck_assert_int_eq(nasd_bdev_read(v, back, 3 << 20, 1 << 20), 0);
+    ck_assert(memcmp(buf, back, 1 << 20) == 0);
+    nasd_bdev_put(v);
+    vpool_close(p);
+    free(buf); free(back);
+    tdir_remove(&t);
+}
+END_TEST
+
 START_TEST(t_member_dies_online)
 {
     struct tdir t;
@@ -214,7 +276,10 @@ int main(void)
     tcase_add_loop_test(tc, t_power_loss_stripe, 0, 2);
     tcase_add_loop_test(tc, t_power_loss_raidz1_intents, 0, 6);
     tcase_add_loop_test(tc, t_power_loss_mirror_intents, 0, 3);
+    tcase_add_loop_test(tc, t_power_loss_raidz1_direct, 0, 8);
+    tcase_add_loop_test(tc, t_power_loss_stripe_direct, 0, 3);
     tcase_add_test(tc, t_member_dies_online);
+    tcase_add_test(tc, t_direct_taken);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
