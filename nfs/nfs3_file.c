@@ -235,7 +235,7 @@ int nfs3_commit(struct nfs_ctx *c)
     struct nasd_fsroot *fs = c->exp->fs;
     if ((st = check_regular(&o.st))) ;
     else if ((fd = nfs_obj_io_fd(c->exp, c->w, o.o, 0)) < 0) st = nfs3_errno(fd);
-    else if ((e = fs->vfs->fsync(fs, fd, 0)) < 0) st = nfs3_errno(e);
+    else if ((e = fs->vfs->fsync(fs, fd, 1)) < 0) st = nfs3_errno(e);   /* data + what reads need (size): RFC 1813 3.3.21 */
     nfs3_put_status(c, st);
     nfs3_put_wcc(c, &o.st, &o.st);
     if (!st) xdr_put_fixed(c->res, c->srv->write_verf, 8);
