@@ -45,6 +45,7 @@ static void pool_free(struct vpool *p)
 {
     vp_bg_stop(p);
     vp_flusher_stop(p);
+    vp_par_stop(p);
     for (int i = 0; i < VP_MAX_VOLS; i++) if (p->vols[i]) vp_vol_free(p->vols[i]);
     for (int i = 0; i < VP_MAX_SNAPS; i++) free(p->snaps[i]);
     for (int i = 0; i < VP_MAXM; i++) if (p->m[i].fd >= 0) close(p->m[i].fd);

@@ -54,6 +54,8 @@
 #define VP_GEN_LIVE     UINT32_MAX               /* "generation" of a volume's live map */
 
 struct vp_cache;
+struct vp_par;
+struct vp_job { void *(*fn)(void *); void *arg; };
 
 /* where commit time goes (for bench-vpool -v): wall ns and bytes */
 struct vp_prof {
@@ -201,6 +203,7 @@ struct vpool {
     pthread_mutex_t part_lock[64];   /* sub-4K read-modify-write of one logical sector */
 
     struct vp_cache *cache;
+    struct vp_par *par;           /* member I/O workers (vpool_par.c) */
     bool direct_io;               /* members opened O_DIRECT: the cache is the only read cache */
     /* held shared by a write while it puts its sectors in the cache, exclusive by a
      * commit while it collects them: a commit takes whole requests (whole parity rows
@@ -403,6 +406,12 @@ static inline bool vp_in_region(const struct vpool *p, uint64_t s)   /* named by
     uint64_t r = s / VP_REGION_SECT;
     return p->rbits[r / 64] >> (r % 64) & 1;
 }
+
+/* ---- parallel member I/O (vpool_par.c) ---- */
+/* Runs jobs[0] on the calling thread and the others on the pool's workers; returns
+ * when all are done. n <= VP_MAXM; jobs must not call vp_par_run themselves. */
+void vp_par_run(struct vpool *p, const struct vp_job *jobs, int n);
+void vp_par_stop(struct vpool *p);   /* pool free */
 
 /* ---- allocation (vpool_alloc.c) ---- */
 int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);

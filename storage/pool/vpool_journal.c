@@ -136,16 +136,14 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
         if ((jm & (1u << m)) && p->m[m].direct && !bounce && wiov == iov)
             wiov = (struct iovec *)vp_iov_for_direct(iov, &wcnt, len, &one, &bounce);
     struct jcopy jc[VP_MAXM];
-    pthread_t th[VP_MAXM];
-    bool threaded[VP_MAXM] = {0};
+    struct vp_job jobs[VP_MAXM];
     int nc = 0, ok = 0;
     for (int m = 0; m < p->n; m++)
         if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .p = p, .fd = p->m[m].fd, .m = m, .iov = wiov, .cnt = wcnt,
                                                        .off = VP_JOURNAL_OFF + p->jpos, .len = len };
     uint64_t t0 = vp_now_ns();
-    for (int i = 1; i < nc; i++) threaded[i] = pthread_create(&th[i], NULL, jcopy_write, &jc[i]) == 0;
-    for (int i = 0; i < nc; i++) if (!threaded[i]) jcopy_write(&jc[i]);
-    for (int i = 1; i < nc; i++) if (threaded[i]) pthread_join(th[i], NULL);
+    for (int i = 0; i < nc; i++) jobs[i] = (struct vp_job){ jcopy_write, &jc[i] };
+    vp_par_run(p, jobs, nc);
     atomic_fetch_add(&p->prof.jnl_ns, vp_now_ns() - t0);
     atomic_fetch_add(&p->prof.jnl_bytes, (uint64_t)len * nc);
     atomic_fetch_add(&p->prof.jnl_data_bytes, (uint64_t)ndata * VP_SECTOR * nc);

@@ -395,18 +395,13 @@ static struct pre_read *prefetch_rows(struct vpool *p, const struct vp_wsect *ws
     }
     if (!oom && any) {
         struct rd_job jb[VP_MAXM];
-        pthread_t th[VP_MAXM];
-        bool threaded[VP_MAXM] = {0};
-        int first = -1;
+        struct vp_job jobs[VP_MAXM];
+        int nj = 0;
         for (int m = 0; m < p->n; m++) {
             jb[m] = (struct rd_job){ p, m, &q[m], pr };
-            if (!q[m].n) continue;
-            if (first < 0) { first = m; continue; }
-            threaded[m] = pthread_create(&th[m], NULL, read_member, &jb[m]) == 0;
-            if (!threaded[m]) read_member(&jb[m]);
+            if (q[m].n) jobs[nj++] = (struct vp_job){ read_member, &jb[m] };
         }
-        if (first >= 0) read_member(&jb[first]);
-        for (int m = 0; m < p->n; m++) if (threaded[m]) pthread_join(th[m], NULL);
+        vp_par_run(p, jobs, nj);
     }
     for (int m = 0; m < VP_MAXM; m++) free(q[m].r);
     if (oom) {   /* raidz_row reads for itself */
@@ -484,18 +479,13 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
         goto out;
     }
     struct flush_job fj[VP_MAXM];
-    pthread_t th[VP_MAXM];
-    bool threaded[VP_MAXM] = {0};
-    int first = -1;
+    struct vp_job jobs[VP_MAXM];
+    int nj = 0;
     for (int m = 0; m < p->n; m++) {
         fj[m] = (struct flush_job){ p, m, &a.q[m] };
-        if (!a.q[m].n) continue;
-        if (first < 0) { first = m; continue; }   /* this thread does one member itself */
-        threaded[m] = pthread_create(&th[m], NULL, flush_member, &fj[m]) == 0;
-        if (!threaded[m]) flush_member(&fj[m]);
+        if (a.q[m].n) jobs[nj++] = (struct vp_job){ flush_member, &fj[m] };   /* the first on this thread */
     }
-    if (first >= 0) flush_member(&fj[first]);
-    for (int m = 0; m < p->n; m++) if (threaded[m]) pthread_join(th[m], NULL);
+    vp_par_run(p, jobs, nj);
     for (size_t k = 0; k < n; k++) {
         vp_csum_set(p, ws[k].sect, ws[k].csum);
         vp_note_degraded_write(p, ws[k].sect);
