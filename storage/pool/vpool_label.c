@@ -154,10 +154,24 @@ int vp_msync(struct vpool *p, int m)
     return 0;
 }
 
+struct sync_job { struct vpool *p; int m, rc; };
+static void *sync_one(void *arg)
+{
+    struct sync_job *j = arg;
+    j->rc = vp_msync(j->p, j->m);
+    return NULL;
+}
+
+/* In parallel: a flush waits for the slowest member, not for the sum of them. */
 int vp_sync_members(struct vpool *p)
 {
-    int ok = 0;
-    for (int i = 0; i < p->n; i++) if (vp_writable(p, i) && vp_msync(p, i) == 0) ok++;
+    struct sync_job sj[VP_MAXM];
+    struct vp_job jobs[VP_MAXM] = {{0}};
+    int nj = 0, ok = 0;
+    for (int i = 0; i < p->n; i++)
+        if (vp_writable(p, i)) { sj[nj] = (struct sync_job){ p, i, -EIO }; jobs[nj] = (struct vp_job){ sync_one, &sj[nj] }; nj++; }
+    vp_par_run(p, jobs, nj);
+    for (int i = 0; i < nj; i++) ok += sj[i].rc == 0;
     return ok ? 0 : -EIO;
 }
 

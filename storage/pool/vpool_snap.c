@@ -231,9 +231,21 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
         if (rc) { give_back_pending(p, recs, nrec); free(recs); recs = NULL; }
     }
     if (!rc) {
+        /* The copy goes in place into the new unit first (nothing on disk refers to it
+         * yet) and is synced; only then does one small batch (allocation, the old unit's
+         * death, checksums without data) switch the volume to it. A crash before that
+         * batch leaves the volume on the old unit. (Journaling the 1 MiB copy itself on
+         * two members with RWF_DSYNC cost 3 writes of it and made a snapshotted volume's
+         * writes 55 MB/s.) */
         for (size_t k = 0; k < n; k++) ws[k].sect = nau * VP_AU_SECT + idx[k];
-        rc = vp_journal_batch(p, recs, nrec, ws, n);
+        rc = vp_apply_writes(p, ws, n);
+        if (!rc && (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED)) rc = -EIO;
+        if (!rc) {
+            for (size_t k = 0; k < n; k++) ws[k].data = NULL;   /* journaled as checksums only */
+            rc = vp_journal_batch(p, recs, nrec, ws, n);
+        }
         if (rc) {   /* nothing of it is durable: undo */
+            for (size_t k = 0; k < n; k++) if (vp_csum_get(p, ws[k].sect)) vp_csum_set(p, ws[k].sect, 0);
             pthread_mutex_lock(&p->alloc_lock);
             vp_au_set(p, nau, 0, 0);
             p->au_used--;
@@ -241,11 +253,10 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
             pthread_mutex_unlock(&p->alloc_lock);
             give_back_pending(p, recs, nrec - 1 - own);
         } else {
-            rc = vp_apply_writes(p, ws, n);
             pthread_mutex_lock(&p->alloc_lock);
             __atomic_store_n(&v->map[vext], (uint32_t)nau + 1, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&p->alloc_lock);
-            if (!rc) *used = src ? hi - lo : 0;
+            *used = src ? hi - lo : 0;
         }
     }
     free(recs); free(ws); free(arena);
