@@ -91,7 +91,10 @@ int vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint6
     if (rc) goto out;
     /* older cached versions of these sectors must not be written after this (no commit
      * runs now: commit_lock) */
-    for (size_t i = 0; i < n; i++) vc_drop(p->cache, ws[i].sect);
+    /* without O_DIRECT only dirty entries (and lz4 volumes, not taken here) live in the
+     * cache: none dirty, nothing to drop */
+    if (p->direct_io || vc_dirty_count(p->cache))
+        for (size_t i = 0; i < n; i++) vc_drop(p->cache, ws[i].sect);
     if ((rc = vp_apply_writes(p, ws, n))) goto out;
     for (size_t i = 0; i < n; i++) {
         uint64_t s = ws[i].sect;
