@@ -454,6 +454,19 @@ START_TEST(t_snapshots_under_writes)
 }
 END_TEST
 
+/* A crash round's start: raidz1 of 3, volume v of 8 MiB holding A (6 MiB of data), snapshot s0. */
+static struct vpool *crash_round_pool(struct tdir *t, const char *const **paths, nasd_bdev **b, uint8_t *A)
+{
+    struct vpool *p = mkpool(t, VPOOL_RAIDZ1, 3, paths);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 8 * MB, 0), 0);
+    *b = open_vol(p, "v", 4096);
+    memset(A, 0, 8 * MB);
+    img_write(*b, A, 0, 6 * MB, 1);
+    ck_assert_int_eq(nasd_bdev_flush(*b), 0);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s0"), 0);
+    return p;
+}
+
 /* Power loss at member write k of an operation, for every k until it completes. */
 enum op { OP_CREATE, OP_DELETE, OP_ROLLBACK, OP_CLONE };
 
@@ -464,13 +477,8 @@ static void crash_positions(enum op op)
     for (;; k++) {
         struct tdir t;
         const char *const *paths;
-        struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 3, &paths);
-        ck_assert_int_eq(vpool_vol_create(p, "v", 8 * MB, 0), 0);
-        nasd_bdev *b = open_vol(p, "v", 4096);
-        memset(A, 0, 8 * MB);
-        img_write(b, A, 0, 6 * MB, 1);
-        ck_assert_int_eq(nasd_bdev_flush(b), 0);
-        ck_assert_int_eq(vpool_snap_create(p, "v", "s0"), 0);
+        nasd_bdev *b;
+        struct vpool *p = crash_round_pool(&t, &paths, &b, A);
         B = malloc(8 * MB); memcpy(B, A, 8 * MB);
         img_write(b, B, MB, 2 * MB, 2);
         ck_assert_int_eq(nasd_bdev_flush(b), 0);
@@ -545,13 +553,8 @@ START_TEST(t_crash_cow)
     for (;; k++) {
         struct tdir t;
         const char *const *paths;
-        struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 3, &paths);
-        ck_assert_int_eq(vpool_vol_create(p, "v", 8 * MB, 0), 0);
-        nasd_bdev *b = open_vol(p, "v", 4096);
-        memset(A, 0, 8 * MB);
-        img_write(b, A, 0, 6 * MB, 1);
-        ck_assert_int_eq(nasd_bdev_flush(b), 0);
-        ck_assert_int_eq(vpool_snap_create(p, "v", "s0"), 0);
+        nasd_bdev *b;
+        struct vpool *p = crash_round_pool(&t, &paths, &b, A);
         memcpy(B, A, 8 * MB);
         uint64_t x = 77;
         for (size_t i = MB + 8192; i < MB + 12288; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; B[i] = (uint8_t)x; }
