@@ -51,6 +51,7 @@ static void pool_free(struct vpool *p)
     for (int i = 0; i < VP_MAXM; i++) if (p->m[i].fd >= 0) close(p->m[i].fd);
     vc_free(p->cache);
     free(p->parena);
+    free(p->rarena);
     vp_meta_free(p);
     free(p->pend);
     free(p);

@@ -211,6 +211,8 @@ struct vpool {
     pthread_rwlock_t put_lock;
     uint8_t *parena;              /* commit_lock: parity scratch of vp_apply_writes, kept */
     size_t parena_cap;            /* bytes */
+    uint8_t *rarena;              /* commit_lock: columns read ahead by vp_apply_writes, kept */
+    size_t rarena_cap;
     uint64_t dirty_max;           /* sectors: writers commit themselves above this */
     uint64_t dirty_soft;          /* sectors: the background flusher starts above this */
 
