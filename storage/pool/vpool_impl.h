@@ -490,7 +490,8 @@ int  vp_snap_cow(struct vpool *p, struct vp_vol *v, uint64_t vext, const uint8_t
 /* Before a write of [off, off+len) puts anything in the cache (and before any lock a
  * commit waits for): copies every shared AU it touches, the write's data included (the
  * caller then writes it as usual, the same bytes again). snap_lock held shared. */
-int  vp_snap_cow_range(struct vpool *p, struct vp_vol *v, const uint8_t *src, uint64_t off, size_t len);
+int  vp_snap_cow_range(struct vpool *p, struct vp_vol *v, const uint8_t *src, uint64_t off, size_t len, size_t *consumed);
+/* *consumed: bytes of the write the copies took in (all of it: nothing left to write) */
 /* Unmap of whole sectors [vs, vs+cnt) inside extent vext of a shared AU: copies the
  * AU without them (or drops v's reference when it is all of it). commit_lock held. */
 int  vp_snap_unmap_shared(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t vs, uint64_t cnt);
