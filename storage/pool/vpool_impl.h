@@ -31,6 +31,7 @@
 #define VP_MAXM        VPOOL_MAX_MEMBERS
 #define VP_MAX_VOLS    248
 #define VP_ROW_LOCKS   1024
+#define VP_DIRECT_MIN  (32u << 10)   /* stripe writes from this size go in place (vpool_direct.c) */
 #define VP_IOV_MAX     1024   /* iovecs per member write (Linux IOV_MAX) */
 
 #define VP_LABEL_A     0ull
