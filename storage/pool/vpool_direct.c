@@ -106,6 +106,8 @@ int vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint6
         if (p->dlist_n < VP_DLIST_MAX) p->dlist[p->dlist_n++] = s;
         else p->dlist_over = true;
     }
+    if (!atomic_load(&p->unsynced)) p->unsynced_direct = true;
+    if (p->dlist_over) p->unsynced_direct = false;
     atomic_store(&p->unsynced, 1);   /* the next durable commit syncs the members */
 out:
     pthread_mutex_unlock(&p->commit_lock);

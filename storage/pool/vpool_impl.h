@@ -180,6 +180,7 @@ struct vpool {
     _Atomic uint64_t write_gen, durable_gen;
     _Atomic int need_checkpoint;  /* a member changed state */
     _Atomic int unsynced;         /* intent-only data written in place since the last member sync */
+    bool unsynced_direct;         /* ... only by direct writes, all in dlist (commit_lock) */
     /* sectors journaled with their data since the last checkpoint (bit per sector,
      * commit_lock): replay rewrites that data in place, so until the checkpoint such a
      * sector is journaled with its data again, never as an intent replay would clobber */
