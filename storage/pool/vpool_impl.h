@@ -31,6 +31,7 @@
 #define VP_MAXM        VPOOL_MAX_MEMBERS
 #define VP_MAX_VOLS    248
 #define VP_ROW_LOCKS   1024
+#define VP_DIRECT_MIN  (32u << 10)   /* stripe writes from this size go in place (vpool_direct.c) */
 #define VP_IOV_MAX     1024   /* iovecs per member write (Linux IOV_MAX) */
 
 #define VP_LABEL_A     0ull
@@ -181,6 +182,7 @@ struct vpool {
     _Atomic uint64_t write_gen, durable_gen;
     _Atomic int need_checkpoint;  /* a member changed state */
     _Atomic int unsynced;         /* intent-only data written in place since the last member sync */
+    bool unsynced_direct;         /* ... only by direct writes, all in dlist (commit_lock) */
     /* sectors journaled with their data since the last checkpoint (bit per sector,
      * commit_lock): replay rewrites that data in place, so until the checkpoint such a
      * sector is journaled with its data again, never as an intent replay would clobber */

@@ -182,9 +182,9 @@ int vp_journal_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec, co
 /* Intent-only is safe where a sector's old content cannot be needed to rebuild a
  * neighbour during replay: all members online (no degraded read-modify-write) and not
  * an lz4 chunk (whose sectors only make sense together). */
-static void choose_intents(struct vpool *p, struct vp_wsect *ws, size_t n, bool durable)
+static void choose_intents(struct vpool *p, struct vp_wsect *ws, size_t n, bool durable, bool small_direct)
 {
-    bool ok = !(durable && n <= VP_SMALL_DURABLE && !atomic_load(&p->unsynced));
+    bool ok = !(durable && n <= VP_SMALL_DURABLE && (!atomic_load(&p->unsynced) || small_direct));
     for (int m = 0; m < p->n && ok; m++) ok = atomic_load(&p->m[m].state) == VPOOL_M_ONLINE;
     for (size_t i = 0; i < n; i++) {
         ws[i].intent = 0;
@@ -193,6 +193,29 @@ static void choose_intents(struct vpool *p, struct vp_wsect *ws, size_t n, bool 
         struct vp_vol *v = vp_vol_of_sect(p, s);
         ws[i].intent = !(v && (v->flags & VPOOL_VOL_LZ4)) && !(p->jbits[s / 64] >> (s % 64) & 1);
     }
+}
+
+/* Appends the dlisted sectors (read back from the members) to ws, except those the cache
+ * holds a newer version of (vp_direct_write dropped older ones) or that were unmapped. */
+static int add_direct(struct vpool *p, struct vp_wsect **ws, size_t *n, uint8_t **buf)
+{
+    size_t n0 = *n, k = p->dlist_n;
+    struct vp_wsect *w = realloc(*ws, (n0 + k) * sizeof *w);
+    if (!w) return -ENOMEM;
+    *ws = w;
+    if (posix_memalign((void **)buf, 64, k * VP_SECTOR)) { *buf = NULL; return -ENOMEM; }
+    for (size_t i = 0; i < k; i++) {
+        uint64_t s = p->dlist[i];
+        uint32_t cs = vp_csum_get(p, s);
+        bool skip = cs == VP_CSUM_ZERO || cs == VP_CSUM_MARK;
+        for (size_t j = 0; j < n0 && !skip; j++) skip = w[j].sect == s;
+        if (skip) continue;
+        uint8_t *d = *buf + i * VP_SECTOR;
+        int rc = vp_read_run(p, s, 1, d);
+        if (rc) return rc;
+        w[(*n)++] = (struct vp_wsect){ .sect = s, .csum = cs, .data = d };
+    }
+    return 0;
 }
 
 int vp_commit(struct vpool *p) { return vp_commit_ex(p, true); }
@@ -226,7 +249,14 @@ int vp_commit_ex(struct vpool *p, bool durable)
     /* a durable commit makes the checksums of direct writes durable too (vpool_direct.c) */
     bool dckpt = durable && p->dlist_over;
     size_t dlisted = 0;
-    if (durable && p->dlist_n && !dckpt) {
+    /* when a few direct-written sectors are all the unsynced in-place data (a small write
+     * then COMMIT), their content is journaled like a small cached commit's: one
+     * synchronous journal write instead of intents plus a member sync */
+    bool small_direct = durable && !dckpt && p->dlist_n && atomic_load(&p->unsynced) && p->unsynced_direct &&
+                        n + p->dlist_n <= VP_SMALL_DURABLE && p->layout == VPOOL_STRIPE;
+    uint8_t *dbuf = NULL;
+    if (small_direct) dlisted = p->dlist_n;
+    else if (durable && p->dlist_n && !dckpt) {
         struct vp_rec *nr = realloc(recs, (nrec + p->dlist_n) * sizeof *nr);
         if (!nr) dckpt = true;
         else {
@@ -250,9 +280,12 @@ int vp_commit_ex(struct vpool *p, bool durable)
         memcpy(lent, ws, n * sizeof *lent);
         rc = vp_lz4_commit_prepare(p, &ws, &n, &extra);
         if (rc) goto out;
+    }
+    if (small_direct && (rc = add_direct(p, &ws, &n, &dbuf))) goto out;
+    if (n) {
         for (size_t i = 0; i < n; i++) if (ws[i].data) ws[i].csum = vp_csum_of(ws[i].data);
         qsort(ws, n, sizeof *ws, cmp_ws);
-        choose_intents(p, ws, n, durable);
+        choose_intents(p, ws, n, durable, small_direct);
     }
     if (!n && !nrec) goto done;
     atomic_fetch_add(&p->prof.commits, 1);
@@ -284,13 +317,16 @@ int vp_commit_ex(struct vpool *p, bool durable)
         if (rc) break;
         i += cnt;
     } while (i < n);
-    if (any_intent) atomic_store(&p->unsynced, 1);
+    if (any_intent) { atomic_store(&p->unsynced, 1); p->unsynced_direct = false; }
     if (rc) goto out;
     committed = true;
 done:
     if (dlisted) vp_direct_clear(p);
     if (dckpt) {   /* more direct writes than records are worth: sync and write the tables */
         if ((rc = vp_checkpoint(p))) goto out;
+    } else if (small_direct && committed) {   /* their data is in the journal now */
+        atomic_store(&p->unsynced, 0);
+        p->unsynced_direct = false;
     } else if (durable && atomic_load(&p->unsynced)) {   /* in-place data of intents becomes durable */
         uint64_t t0 = vp_now_ns();
         /* every member counts: a member whose sync failed is faulted, and one too many
@@ -298,6 +334,7 @@ done:
         if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) { rc = -EIO; goto out; }
         atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
         atomic_store(&p->unsynced, 0);
+        p->unsynced_direct = false;
         p->synced_seq = p->seq;
         p->synced_unlogged = true;
     }
@@ -319,7 +356,7 @@ out:
     }
     if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
     if (lent) vc_release(p->cache, lent, nlent, committed, p->direct_io);   /* else the page cache has it */
-    free(lent); free(ws); free(extra); free(recs);
+    free(lent); free(ws); free(extra); free(recs); free(dbuf);
     return rc;
 }
 

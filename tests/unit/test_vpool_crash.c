@@ -28,7 +28,8 @@ static nasd_bdev *vol;
 /* 1: most requests are runs of 65..200 writes then a flush, so that commits journal
  * checksums only (intents) and write the data in place once. 2: most are single
  * writes of 48..256 slots (192 KiB..1 MiB), which go in place without the cache
- * (vpool_direct.c), with or without a flush after them. */
+ * (vpool_direct.c), with or without a flush after them. 3: as 2 with 8..16 slots
+ * (32..64 KiB: direct on a stripe only). */
 static int big_batches;
 
 static void make_block(struct blk *b, uint64_t slot, uint64_t seq)
@@ -47,8 +48,8 @@ static void *writer(void *arg)
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
         uint64_t slot = (x >> 16) % (NSLOT / NTHR) * NTHR + t, r = x % 10, slots[256], seqs[256];
         int n = 0, rc = 0;
-        if (big_batches == 2 && r < 8) {   /* one large write into this thread's half */
-            int cnt = 48 + (int)((x >> 40) % 209);
+        if (big_batches >= 2 && r < 8) {   /* one large write into this thread's half */
+            int cnt = big_batches == 3 ? 8 + (int)((x >> 40) % 9) : 48 + (int)((x >> 40) % 209);
             uint64_t half = NSLOT / NTHR, first = t * half + (x >> 20) % (half - (uint64_t)cnt);
             for (int i = 0; i < cnt; i++) {
                 slots[i] = first + (uint64_t)i;
@@ -62,7 +63,7 @@ static void *writer(void *arg)
             if (rc) break;
             continue;
         }
-        if (big_batches == 2) slot = (slot / NTHR) % (NSLOT / NTHR) + t * (NSLOT / NTHR);   /* own half */
+        if (big_batches >= 2) slot = (slot / NTHR) % (NSLOT / NTHR) + t * (NSLOT / NTHR);   /* own half */
         if (r < 8) {   /* 1..8 writes to consecutive own slots, FUA on the last or a flush */
             int cnt = big_batches ? 65 + (int)((x >> 40) % 136) : 1 + (int)((x >> 40) % 8);
             if (big_batches) r &= ~1u;   /* ends with a flush */
@@ -177,6 +178,8 @@ START_TEST(t_power_loss_mirror_intents) { power_loss_round(VPOOL_MIRROR, 2, (uns
 START_TEST(t_power_loss_raidz1_direct) { power_loss_round(VPOOL_RAIDZ1, 4, (unsigned)_i + 51, 2); }
 START_TEST(t_power_loss_stripe_direct) { power_loss_round(VPOOL_STRIPE, 2, (unsigned)_i + 61, 2); }
 END_TEST
+START_TEST(t_power_loss_stripe_direct_small) { power_loss_round(VPOOL_STRIPE, 2, (unsigned)_i + 71, 3); }
+END_TEST
 
 /* A disk dies under load (all its I/O fails with EIO): the pool must fault it, go
  * DEGRADED, keep serving reads and writes, and come back ONLINE after a replace. */
@@ -217,6 +220,57 @@ START_TEST(t_direct_taken)
     vpool_close(p);
     free(buf); free(back);
     tdir_remove(&t);
+}
+END_TEST
+
+/* On a stripe (no parity) a 32 KiB write goes in place too, one member or several; a
+ * 16 KiB one and the same 32 KiB on raidz1 (not most of a row) stay in the cache.
+ * Either way a flush then journals the 8 sectors with their data. */
+static void small_direct(enum vpool_layout l, int n, size_t len, bool direct)
+{
+    struct tdir t;
+    tdir_make(&t, n);
+    struct vpool_member_spec ms[4];
+    for (int i = 0; i < n; i++) ms[i] = (struct vpool_member_spec){ t.member[i], MEMBER_SIZE };
+    struct vpool *p;
+    char err[256];
+    ck_assert_int_eq(vpool_create("sd", l, ms, n, NULL, &p, err, sizeof err), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 16ull << 20, 0), 0);
+    int e;
+    nasd_bdev *v = vpool_vol_open(p, "v", 4096, &e);
+    uint8_t *buf = aligned_alloc(4096, len), *back = aligned_alloc(4096, len);
+    for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)(i * 13 + i / 4096);
+    uint64_t off = (5ull << 20) + 3 * 4096;   /* not chunk-aligned */
+    ck_assert_int_eq(nasd_bdev_write(v, buf, off, len, 0), 0);
+    ck_assert_uint_eq(vc_dirty_count(p->cache), (direct ? 0 : len / 4096));
+    ck_assert_uint_eq(p->dlist_n, (direct ? len / 4096 : 0));
+    ck_assert_int_eq(nasd_bdev_read(v, back, off, len), 0);
+    ck_assert(memcmp(buf, back, len) == 0);
+    ck_assert_int_eq(nasd_bdev_flush(v), 0);
+    ck_assert_uint_eq(p->dlist_n, 0);
+    /* few sectors: their data is journaled (replay rewrites it), no member sync needed */
+    ck_assert(p->jbits_any);
+    ck_assert_int_eq(atomic_load(&p->unsynced), 0);
+    nasd_bdev_put(v);
+    vpool_close(p);
+    const char *paths[4] = { t.member[0], t.member[1], t.member[2], t.member[3] };
+    ck_assert_int_eq(vpool_import(paths, n, NULL, &p, err, sizeof err), 0);
+    v = vpool_vol_open(p, "v", 4096, &e);
+    memset(back, 0, len);
+    ck_assert_int_eq(nasd_bdev_read(v, back, off, len), 0);
+    ck_assert(memcmp(buf, back, len) == 0);
+    nasd_bdev_put(v);
+    vpool_close(p);
+    free(buf); free(back);
+    tdir_remove(&t);
+}
+
+START_TEST(t_direct_small_stripe)
+{
+    small_direct(VPOOL_STRIPE, 1, 32 << 10, true);
+    small_direct(VPOOL_STRIPE, 3, 32 << 10, true);
+    small_direct(VPOOL_STRIPE, 1, 16 << 10, false);
+    small_direct(VPOOL_RAIDZ1, 4, 32 << 10, false);
 }
 END_TEST
 
@@ -280,6 +334,8 @@ int main(void)
     tcase_add_loop_test(tc, t_power_loss_stripe_direct, 0, 3);
     tcase_add_test(tc, t_member_dies_online);
     tcase_add_test(tc, t_direct_taken);
+    tcase_add_loop_test(tc, t_power_loss_stripe_direct_small, 0, 3);
+    tcase_add_test(tc, t_direct_small_stripe);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
