@@ -181,8 +181,6 @@ END_TEST
 START_TEST(t_power_loss_stripe_direct_small) { power_loss_round(VPOOL_STRIPE, 2, (unsigned)_i + 71, 3); }
 END_TEST
 
-/* A disk dies under load (all its I/O fails with EIO): the pool must fault it, go
- * DEGRADED, keep serving reads and writes, and come back ONLINE after a replace. */
 /* The direct path is taken for large writes (else the _direct rounds above test the
  * cache path twice): no dirty cache entries, sectors listed for the next durable commit,
  * which journals them; a small write still goes through the cache. */
@@ -274,6 +272,8 @@ START_TEST(t_direct_small_stripe)
 }
 END_TEST
 
+/* A disk dies under load (all its I/O fails with EIO): the pool must fault it, go
+ * DEGRADED, keep serving reads and writes, and come back ONLINE after a replace. */
 START_TEST(t_member_dies_online)
 {
     struct tdir t;
