@@ -71,7 +71,7 @@ static int read_sectors(struct vpool *p, struct vp_vol *v, uint64_t vsect, unsig
     uint32_t hit = 0;
     uint64_t epoch = vc_epoch(p->cache);
     /* only dirty entries can differ from disk; with none, a multi-sector read skips the lookups */
-    if (cnt == 1 || vc_dirty_count(p->cache) || (v->flags & VPOOL_VOL_LZ4))
+    if ((cnt == 1 && p->direct_io) || vc_dirty_count(p->cache) || (v->flags & VPOOL_VOL_LZ4))
         for (unsigned i = 0; i < cnt; i++) if (vc_lookup(p->cache, ps + i, out + i * VP_SECTOR)) hit |= 1u << i;
     if (hit == (1u << cnt) - 1) return 0;
     uint8_t *tmp = scratch();
