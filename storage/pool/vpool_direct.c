@@ -32,33 +32,24 @@ bool vp_direct_ok(struct vpool *p, struct vp_vol *v, uint64_t off, size_t len)
     return true;
 }
 
-static int cmp_ws(const void *a, const void *b)
-{
-    const struct vp_wsect *x = a, *y = b;
-    return x->sect < y->sect ? -1 : x->sect > y->sect;
-}
-
-static bool rbit(struct vpool *p, uint64_t r) { return p->rbits[r / 64] >> (r % 64) & 1; }
-
 /* Durably names the regions of ws[] (sorted) not named since the last checkpoint. commit_lock held. */
 static int log_regions(struct vpool *p, const struct vp_wsect *ws, size_t n)
 {
     struct vp_rec recs[64];
-    size_t nr = 0, all = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!i || ws[i].sect / VP_REGION_SECT != ws[i - 1].sect / VP_REGION_SECT) all++;
-    if (all > 64) return -EAGAIN;   /* a request spans at most a few regions */
+    size_t all = 0, nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = ws[i].sect / VP_REGION_SECT;
+        if (all && recs[all - 1].a == r) continue;
+        if (all == 64) return -EAGAIN;   /* a request spans at most a few regions */
+        recs[all++] = (struct vp_rec){ .type = VP_REC_REGION, .a = r };
+    }
     /* room first: a checkpoint clears rbits, and then every region must be named */
     int rc = vp_journal_room(p, all, 0);
     if (rc) return rc;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t r = ws[i].sect / VP_REGION_SECT;
-        if ((i && r == ws[i - 1].sect / VP_REGION_SECT) || rbit(p, r)) continue;
-        recs[nr++] = (struct vp_rec){ .type = VP_REC_REGION, .a = r };
-    }
+    for (size_t i = 0; i < all; i++) if (!vp_bit(p->rbits, recs[i].a)) recs[nr++] = recs[i];
     if (!nr) return 0;
     if ((rc = vp_journal_batch(p, recs, nr, NULL, 0))) return rc;
-    for (size_t i = 0; i < nr; i++) p->rbits[recs[i].a / 64] |= 1ull << (recs[i].a % 64);
+    for (size_t i = 0; i < nr; i++) vp_bit_set(p->rbits, recs[i].a);
     return 0;
 }
 
@@ -74,17 +65,17 @@ int vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint6
         if (!au) { free(ws); return -EAGAIN; }   /* unmapped meanwhile: the cache path allocates */
         const uint8_t *d = buf + i * VP_SECTOR;
         ws[i] = (struct vp_wsect){ .sect = (uint64_t)(au - 1) * VP_AU_SECT + vsect % VP_AU_SECT,
-                                   .csum = vp_csum_of(d), .intent = 1, .data = (uint8_t *)d };
+                                   .csum = vp_csum_of(d), .data = (uint8_t *)d };
         if (i && ws[i].sect < ws[i - 1].sect) sorted = false;
     }
-    if (!sorted) qsort(ws, n, sizeof *ws, cmp_ws);
+    if (!sorted) qsort(ws, n, sizeof *ws, vp_cmp_wsect);
 
     pthread_mutex_lock(&p->commit_lock);
     int rc = 0;
     /* a sector journaled with its data since the checkpoint is rewritten by replay:
      * it must be journaled with its data again (vpool_journal.c, choose_intents) */
     for (size_t i = 0; i < n && p->jbits_any && !rc; i++)
-        if (p->jbits[ws[i].sect / 64] >> (ws[i].sect % 64) & 1) rc = -EAGAIN;
+        if (vp_bit(p->jbits, ws[i].sect)) rc = -EAGAIN;
     if (!rc && !vp_direct_ok(p, v, off, len)) rc = -EAGAIN;   /* a member failed meanwhile */
     if (!rc) rc = log_regions(p, ws, n);
     if (!rc && p->synced_unlogged) {
@@ -104,8 +95,8 @@ int vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint6
     if ((rc = vp_apply_writes(p, ws, n))) goto out;
     for (size_t i = 0; i < n; i++) {
         uint64_t s = ws[i].sect;
-        if (p->dbits[s / 64] >> (s % 64) & 1) continue;
-        p->dbits[s / 64] |= 1ull << (s % 64);
+        if (vp_bit(p->dbits, s)) continue;
+        vp_bit_set(p->dbits, s);
         if (p->dlist_n < VP_DLIST_MAX) p->dlist[p->dlist_n++] = s;
         else p->dlist_over = true;
     }
@@ -131,15 +122,6 @@ void vp_direct_clear(struct vpool *p)
 
 /* ---------------- import ---------------- */
 
-static bool has_data(uint32_t cs) { return cs != VP_CSUM_ZERO && cs != VP_CSUM_MARK; }
-
-static void xor_into(uint8_t *dst, const uint8_t *src, size_t len)
-{
-    uint64_t *d = (uint64_t *)dst;
-    const uint64_t *s = (const uint64_t *)src;
-    for (size_t i = 0; i < len / 8; i++) d[i] ^= s[i];
-}
-
 /* One row of a named region: data columns read whole; a sector whose checksum does
  * not match what is there is taken as written (only sectors that hold data: an unmap
  * or a never-written sector stays zero), then parity = XOR of the columns. */
@@ -159,12 +141,12 @@ static void resolve_row(struct vpool *p, uint64_t row, uint8_t *col, uint8_t *pa
             par_ok = false;
             continue;
         }
-        xor_into(par, col, VP_CHUNK);
+        vp_xor_into(par, col, VP_CHUNK);
         for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
             uint64_t s = s0 + w;
             if (s >= p->n_sect) break;
             uint32_t cs = vp_csum_get(p, s);
-            if (!has_data(cs) || !p->au[s / VP_AU_SECT].vol_id) continue;
+            if (!vp_has_data(cs) || !p->au[s / VP_AU_SECT].vol_id) continue;
             uint32_t now = vp_csum_of(col + w * VP_SECTOR);
             if (now != cs) { vp_csum_set(p, s, now); (*accepted)++; }
         }
@@ -173,11 +155,11 @@ static void resolve_row(struct vpool *p, uint64_t row, uint8_t *col, uint8_t *pa
     if (missing < 0 || pm < 0 || !vp_readable(p, pm)) return;
     /* a data column is missing: what parity rebuilds must match its checksums */
     if (vp_mread(p, pm, col, VP_CHUNK, off) < 0) return;
-    xor_into(par, col, VP_CHUNK);
+    vp_xor_into(par, col, VP_CHUNK);
     uint64_t s0 = vp_row_sect0(p, row, missing);
     for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
         uint32_t cs = s0 + w < p->n_sect ? vp_csum_get(p, s0 + w) : VP_CSUM_ZERO;
-        if (has_data(cs) && vp_csum_of(par + w * VP_SECTOR) != cs) (*lost)++;
+        if (vp_has_data(cs) && vp_csum_of(par + w * VP_SECTOR) != cs) (*lost)++;
     }
 }
 
@@ -193,7 +175,7 @@ int vp_regions_resolve(struct vpool *p)
     }
     uint64_t regions = 0, accepted = 0, lost = 0, chunks_per_row = (uint64_t)p->ndata;
     for (uint64_t r = 0; r < p->nregions; r++) {
-        if (!rbit(p, r)) continue;
+        if (!vp_bit(p->rbits, r)) continue;
         regions++;
         uint64_t c0 = r * VP_REGION_SECT / VP_CHUNK_SECT, c1 = (r + 1) * VP_REGION_SECT / VP_CHUNK_SECT;
         for (uint64_t row = c0 / chunks_per_row; row <= (c1 - 1) / chunks_per_row && row < p->rows; row++)

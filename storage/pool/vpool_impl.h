@@ -294,6 +294,22 @@ static inline bool vp_writable(struct vpool *p, int m)
     return s == VPOOL_M_ONLINE || s == VPOOL_M_RESILVERING;
 }
 static inline uint32_t vp_csum_get(struct vpool *p, uint64_t s) { return __atomic_load_n(&p->csum[s], __ATOMIC_ACQUIRE); }
+static inline bool vp_has_data(uint32_t cs) { return cs != VP_CSUM_ZERO && cs != VP_CSUM_MARK; }
+static inline void vp_xor_into(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    uint64_t *d = (uint64_t *)dst;
+    const uint64_t *s = (const uint64_t *)src;
+    for (size_t i = 0; i < len / 8; i++) d[i] ^= s[i];
+}
+static inline bool vp_all_zero(const uint8_t *b, size_t len)   /* len a multiple of 8, b 8-aligned */
+{
+    const uint64_t *w = (const uint64_t *)b;
+    for (size_t i = 0; i < len / 8; i++) if (w[i]) return false;
+    return true;
+}
+/* bit i of a bitmap of uint64_t words (jbits, dbits, rbits) */
+static inline bool vp_bit(const uint64_t *b, uint64_t i) { return b[i / 64] >> (i % 64) & 1; }
+static inline void vp_bit_set(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i % 64); }
 uint32_t vp_csum_of(const void *sector);
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v);   /* marks the metadata page dirty */
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext);   /* birth/death 0 */
@@ -378,6 +394,7 @@ int  vp_commit_ex(struct vpool *p, bool durable);
 int  vp_writeback(struct vpool *p);           /* takes commit_lock, commits without syncing */
 int  vp_flush_to(struct vpool *p, uint64_t target_gen);
 int  vp_replay(struct vpool *p, uint64_t from_seq, char *err, size_t errlen);
+int  vp_cmp_wsect(const void *a, const void *b);   /* qsort of vp_wsect by pool sector */
 /* One journal batch outside vp_commit (snapshot copy-on-write). vp_journal_room first
  * checkpoints if the batch would not fit, so that the caller can change RAM state
  * that must not reach a checkpoint before the batch. commit_lock held. */
@@ -407,8 +424,7 @@ int  vp_regions_resolve(struct vpool *p);
 void vp_direct_clear(struct vpool *p);   /* checkpoint: every direct write is covered */
 static inline bool vp_in_region(const struct vpool *p, uint64_t s)   /* named by a VP_REC_REGION */
 {
-    uint64_t r = s / VP_REGION_SECT;
-    return p->rbits[r / 64] >> (r % 64) & 1;
+    return vp_bit(p->rbits, s / VP_REGION_SECT);
 }
 
 /* ---- parallel member I/O (vpool_par.c) ---- */

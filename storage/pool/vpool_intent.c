@@ -69,11 +69,6 @@ static int set_index(const uint32_t *c, int n, uint32_t v)
     return -1;
 }
 static bool in_set(const uint32_t *c, int n, uint32_t v) { return set_index(c, n, v) >= 0; }
-static bool is_zero_sector(const uint8_t *b)
-{
-    for (size_t i = 0; i < VP_SECTOR; i += 8) if (*(const uint64_t *)(b + i)) return false;
-    return true;
-}
 
 /* Picks the candidate the data on disk matches (cand[] is oldest first; of mirror
  * copies that differ the newest wins: the other copy may have missed its last sync);
@@ -114,7 +109,7 @@ static bool resolve_sector(struct vpool *p, uint64_t s, const uint32_t *cand, in
         for (int m = 0; m < p->n && all; m++) {
             if (m == dm) continue;
             if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) { all = false; break; }
-            for (size_t i = 0; i < VP_SECTOR / 8; i++) ((uint64_t *)rec)[i] ^= ((uint64_t *)tmp)[i];
+            vp_xor_into(rec, tmp, VP_SECTOR);
         }
         int ri = all ? set_index(cand, nc, vp_csum_of(rec)) : -1;
         if (ri > di && cand[ri] != VP_CSUM_ZERO && vp_writable(p, dm) && vp_mwrite(p, dm, rec, VP_SECTOR, off) == 0) {
@@ -125,7 +120,7 @@ static bool resolve_sector(struct vpool *p, uint64_t s, const uint32_t *cand, in
     if (di >= 0) { vp_csum_set(p, s, cand[di]); return true; }
     /* a direct write after the last journaled one (vpool_direct.c): it is what is there.
      * Not where zero is a candidate: the sector may hold what it had before an unmap */
-    if (have && !zero_ok && vp_in_region(p, s) && !is_zero_sector(buf)) { vp_csum_set(p, s, vp_csum_of(buf)); return true; }
+    if (have && !zero_ok && vp_in_region(p, s) && !vp_all_zero(buf, VP_SECTOR)) { vp_csum_set(p, s, vp_csum_of(buf)); return true; }
     if (zero_ok) vp_csum_set(p, s, 0);
     return zero_ok;
 }
@@ -144,7 +139,7 @@ static void resync_parity(struct vpool *p, uint64_t row, unsigned w, uint8_t *ac
                      p->name, (unsigned long long)row, m);
             return;
         }
-        for (size_t i = 0; i < VP_SECTOR / 8; i++) ((uint64_t *)acc)[i] ^= ((uint64_t *)tmp)[i];
+        vp_xor_into(acc, tmp, VP_SECTOR);
     }
     vp_mwrite(p, pm, acc, VP_SECTOR, off);
 }

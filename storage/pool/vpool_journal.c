@@ -46,7 +46,7 @@ void vp_pend_add(struct vpool *p, const struct vp_rec *r)
     pthread_mutex_unlock(&p->pend_lock);
 }
 
-static int cmp_ws(const void *a, const void *b)
+int vp_cmp_wsect(const void *a, const void *b)
 {
     const struct vp_wsect *x = a, *y = b;
     return x->sect < y->sect ? -1 : x->sect > y->sect;
@@ -109,7 +109,7 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
         x->a32 = ws[i].csum;
         if (x->type != VP_REC_WRITE) continue;
         iov[k++] = (struct iovec){ ws[i].data, VP_SECTOR };
-        p->jbits[x->a / 64] |= 1ull << (x->a % 64);   /* see choose_intents */
+        vp_bit_set(p->jbits, x->a);   /* see choose_intents */
         p->jbits_any = true;
     }
     iov[0] = (struct iovec){ b, hdr_pages * VP_SECTOR };
@@ -191,7 +191,7 @@ static void choose_intents(struct vpool *p, struct vp_wsect *ws, size_t n, bool 
         if (!ok || !ws[i].data) continue;
         uint64_t s = ws[i].sect;
         struct vp_vol *v = vp_vol_of_sect(p, s);
-        ws[i].intent = !(v && (v->flags & VPOOL_VOL_LZ4)) && !(p->jbits[s / 64] >> (s % 64) & 1);
+        ws[i].intent = !(v && (v->flags & VPOOL_VOL_LZ4)) && !vp_bit(p->jbits, s);
     }
 }
 
@@ -207,7 +207,7 @@ static int add_direct(struct vpool *p, struct vp_wsect **ws, size_t *n, uint8_t 
     for (size_t i = 0; i < k; i++) {
         uint64_t s = p->dlist[i];
         uint32_t cs = vp_csum_get(p, s);
-        bool skip = cs == VP_CSUM_ZERO || cs == VP_CSUM_MARK;
+        bool skip = !vp_has_data(cs);
         for (size_t j = 0; j < n0 && !skip; j++) skip = w[j].sect == s;
         if (skip) continue;
         uint8_t *d = *buf + i * VP_SECTOR;
@@ -263,7 +263,7 @@ int vp_commit_ex(struct vpool *p, bool durable)
             recs = nr;
             for (size_t k = 0; k < p->dlist_n; k++) {
                 uint32_t cs = vp_csum_get(p, p->dlist[k]);
-                if (cs == VP_CSUM_ZERO || cs == VP_CSUM_MARK) continue;   /* unmapped since: its record covers it */
+                if (!vp_has_data(cs)) continue;   /* unmapped since: its record covers it */
                 recs[nrec++] = (struct vp_rec){ .type = VP_REC_INTENT, .a = p->dlist[k], .a32 = cs };
             }
             dlisted = p->dlist_n;
@@ -284,7 +284,7 @@ int vp_commit_ex(struct vpool *p, bool durable)
     if (small_direct && (rc = add_direct(p, &ws, &n, &dbuf))) goto out;
     if (n) {
         for (size_t i = 0; i < n; i++) if (ws[i].data) ws[i].csum = vp_csum_of(ws[i].data);
-        qsort(ws, n, sizeof *ws, cmp_ws);
+        qsort(ws, n, sizeof *ws, vp_cmp_wsect);
         choose_intents(p, ws, n, durable, small_direct);
     }
     if (!n && !nrec) goto done;
@@ -472,7 +472,7 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
             break;
         case VP_REC_REGION:
             if (x->a >= p->nregions) goto bad;
-            p->rbits[x->a / 64] |= 1ull << (x->a % 64);
+            vp_bit_set(p->rbits, x->a);
             break;
         case VP_REC_SYNCED:
             if (x->a >= h->seq) goto bad;
@@ -492,7 +492,7 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
             goto bad;
         }
     }
-    qsort(ws, nws, sizeof *ws, cmp_ws);
+    qsort(ws, nws, sizeof *ws, vp_cmp_wsect);
     int rc = vp_apply_writes(p, ws, nws);
     free(ws);
     return rc;

@@ -16,13 +16,6 @@ static void *xalloc(size_t len)
     return posix_memalign(&b, 64, len) ? NULL : b;
 }
 
-static void xor_into(uint8_t *dst, const uint8_t *src, size_t len)
-{
-    uint64_t *d = (uint64_t *)dst;
-    const uint64_t *s = (const uint64_t *)src;
-    for (size_t i = 0; i < len / 8; i++) d[i] ^= s[i];
-}
-
 /* dst = XOR of n >= 2 sectors */
 static void xor_sources(uint8_t *dst, const uint8_t *const *src, int n)
 {
@@ -35,7 +28,6 @@ static void xor_sources(uint8_t *dst, const uint8_t *const *src, int n)
 }
 
 static bool sect_ok(uint32_t cs, const uint8_t *data) { return vp_csum_of(data) == cs; }
-static bool has_data(uint32_t cs) { return cs != VP_CSUM_ZERO && cs != VP_CSUM_MARK; }
 
 /* ---------------- reads ---------------- */
 
@@ -43,7 +35,7 @@ static bool has_data(uint32_t cs) { return cs != VP_CSUM_ZERO && cs != VP_CSUM_M
 static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
 {
     uint32_t cs = vp_csum_get(p, s);
-    if (!has_data(cs)) { memset(buf, 0, VP_SECTOR); return 0; }
+    if (!vp_has_data(cs)) { memset(buf, 0, VP_SECTOR); return 0; }
     int col;
     uint64_t row = vp_row_of(p, s, &col);
     unsigned w = s % VP_CHUNK_SECT;
@@ -88,7 +80,7 @@ static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
             for (int m = 0; m < p->n && all; m++) {
                 if (m == dm) continue;
                 if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) all = false;
-                else xor_into(buf, tmp, VP_SECTOR);
+                else vp_xor_into(buf, tmp, VP_SECTOR);
             }
             if (all && sect_ok(cs, buf)) {
                 rc = 0;
@@ -125,7 +117,7 @@ static int read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, b
     int lo = -1, hi = -1;
     for (unsigned i = 0; i < count; i++) {
         cs[i] = vp_csum_get(p, s + i);
-        if (has_data(cs[i])) { if (lo < 0) lo = i; hi = i; }
+        if (vp_has_data(cs[i])) { if (lo < 0) lo = i; hi = i; }
     }
     int m;
     if (p->layout == VPOOL_MIRROR) {
@@ -136,7 +128,7 @@ static int read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, b
                   vp_mread(p, m, buf + lo * VP_SECTOR, (hi - lo + 1) * VP_SECTOR, vp_moff(p, row, w0 + lo)) == 0;
     for (unsigned i = 0; i < count; i++) {
         uint8_t *b = buf + i * VP_SECTOR;
-        if (!has_data(cs[i])) { memset(b, 0, VP_SECTOR); continue; }
+        if (!vp_has_data(cs[i])) { memset(b, 0, VP_SECTOR); continue; }
         if (direct && sect_ok(cs[i], b)) continue;
         int rc = locked ? read_locked(p, s + i, b) : read_slow(p, s + i, b);
         if (rc) return rc;
@@ -249,17 +241,17 @@ static void raidz_row_degraded(struct apply_ctx *a, uint64_t row, const uint8_t 
             if (can_rw) {
                 par_ok = true;
                 for (int c = 0; c < ndc && par_ok; c++) {
-                    if (nd[c][w]) { xor_into(par, nd[c][w], VP_SECTOR); continue; }
+                    if (nd[c][w]) { vp_xor_into(par, nd[c][w], VP_SECTOR); continue; }
                     par_ok = vp_mread(p, vp_col_member(p, row, c), tmp, VP_SECTOR, off) == 0;
-                    xor_into(par, tmp, VP_SECTOR);
+                    vp_xor_into(par, tmp, VP_SECTOR);
                 }
             } else if (can_rmw) {
                 par_ok = vp_mread(p, pm, par, VP_SECTOR, off) == 0;
                 for (int c = 0; c < ndc && par_ok; c++) {
                     if (!nd[c][w]) continue;
                     par_ok = vp_mread(p, vp_col_member(p, row, c), tmp, VP_SECTOR, off) == 0;
-                    xor_into(par, tmp, VP_SECTOR);
-                    xor_into(par, nd[c][w], VP_SECTOR);
+                    vp_xor_into(par, tmp, VP_SECTOR);
+                    vp_xor_into(par, nd[c][w], VP_SECTOR);
                 }
             }
             if (!par_ok)
@@ -564,7 +556,7 @@ int vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask)
         for (int m = 0; m < p->n && !rc; m++) {
             if (target_mask & (1u << m)) continue;
             if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_CHUNK, off) < 0) rc = -EIO;
-            else xor_into(acc, tmp, VP_CHUNK);
+            else vp_xor_into(acc, tmp, VP_CHUNK);
         }
     } else {
         /* mirror: per sector, the first copy whose checksum verifies */
@@ -578,7 +570,7 @@ int vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask)
         for (unsigned w = 0; w < VP_CHUNK_SECT && !rc; w++) {
             uint32_t cs = vp_csum_get(p, s0 + w);
             uint8_t *sec = acc + w * VP_SECTOR;
-            if (!has_data(cs) || sect_ok(cs, sec)) continue;
+            if (!vp_has_data(cs) || sect_ok(cs, sec)) continue;
             bool fixed = false;
             for (int m = 0; m < p->n && !fixed; m++) {
                 if ((target_mask & (1u << m)) || !vp_readable(p, m)) continue;
@@ -614,7 +606,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
         uint64_t woff = off + w * VP_SECTOR;
         if (p->layout == VPOOL_MIRROR) {
             uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, 0) + w);
-            if (!has_data(cs)) continue;
+            if (!vp_has_data(cs)) continue;
             int good = -1; uint32_t bad = 0;
             for (int m = 0; m < n; m++) {
                 if (!rd[m]) continue;
@@ -635,7 +627,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
         for (int c = 0; c < ncols; c++) {
             int m = vp_col_member(p, row, c);
             uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, c) + w);
-            if (!has_data(cs) || !rd[m]) continue;
+            if (!vp_has_data(cs) || !rd[m]) continue;
             if (!sect_ok(cs, buf[m] + w * VP_SECTOR)) {
                 bad_col = c; nbad++;
                 vp_member_ck_err(p, m);
@@ -647,7 +639,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
             int bm = vp_col_member(p, row, bad_col);
             uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, bad_col) + w);
             memset(tmp, 0, VP_SECTOR);
-            for (int m = 0; m < n; m++) if (m != bm) xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
+            for (int m = 0; m < n; m++) if (m != bm) vp_xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
             if (sect_ok(cs, tmp) && vp_mwrite(p, bm, tmp, VP_SECTOR, woff) == 0) {
                 memcpy(buf[bm] + w * VP_SECTOR, tmp, VP_SECTOR);
                 (*rep)++;
@@ -662,7 +654,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
         for (int m = 0; m < n; m++) vec[m] = buf[m] + w * VP_SECTOR;
         if (xor_check(n, VP_SECTOR, vec)) {
             memset(tmp, 0, VP_SECTOR);
-            for (int m = 0; m < n; m++) if (m != pm) xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
+            for (int m = 0; m < n; m++) if (m != pm) vp_xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
             vp_member_ck_err(p, pm);
             if (vp_mwrite(p, pm, tmp, VP_SECTOR, woff) == 0) (*rep)++;
             else (*unrep)++;

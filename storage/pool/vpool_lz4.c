@@ -44,19 +44,6 @@ int vp_lz4_read_chunk(struct vpool *p, uint64_t ps0, uint8_t *out)
     return rc;
 }
 
-static bool all_zero(const uint8_t *b, size_t len)
-{
-    const uint64_t *w = (const uint64_t *)b;
-    for (size_t i = 0; i < len / 8; i++) if (w[i]) return false;
-    return true;
-}
-
-static int cmp_sect(const void *a, const void *b)
-{
-    const struct vp_wsect *x = a, *y = b;
-    return x->sect < y->sect ? -1 : x->sect > y->sect;
-}
-
 /* Replaces the logical dirty sectors of lz4 volumes by the physical sectors to
  * write (data == NULL entries only set a checksum value). commit_lock held. */
 int vp_lz4_commit_prepare(struct vpool *p, struct vp_wsect **wsp, size_t *np, uint8_t **extra)
@@ -68,7 +55,7 @@ int vp_lz4_commit_prepare(struct vpool *p, struct vp_wsect **wsp, size_t *np, ui
         if (v && (v->flags & VPOOL_VOL_LZ4)) groups++;
     }
     if (!groups) return 0;
-    qsort(ws, n, sizeof *ws, cmp_sect);
+    qsort(ws, n, sizeof *ws, vp_cmp_wsect);
     struct vp_wsect *out = malloc((n + groups * VP_CHUNK_SECT) * sizeof *out);
     uint8_t *arena = malloc(groups * (VP_CHUNK + LZ4C_MAX_SECT * VP_SECTOR));
     uint8_t *cbuf = malloc(sizeof(struct lz4c_hdr) + LZ4_compressBound(VP_CHUNK));
@@ -94,7 +81,7 @@ int vp_lz4_commit_prepare(struct vpool *p, struct vp_wsect **wsp, size_t *np, ui
                 if (!(have & (1u << w))) memcpy(logical + w * VP_SECTOR, cur + w * VP_SECTOR, VP_SECTOR);
             free(cur);
         }
-        if (all_zero(logical, VP_CHUNK)) {
+        if (vp_all_zero(logical, VP_CHUNK)) {
             for (unsigned w = 0; w < VP_CHUNK_SECT; w++)
                 out[no++] = (struct vp_wsect){ .sect = ps0 + w, .csum = VP_CSUM_ZERO };
             continue;
