@@ -58,18 +58,26 @@ GROUPS_=${NFS_BENCH_GROUPS:-meta data,qd1,mc}
 for a in "$@"; do case "$a" in --phases*) GROUPS_=all ;; esac; done
 group_args() { [ "$1" = all ] || echo "--phases $1"; }
 
+# One group against a fresh nfs_serve: serve_group LABEL NAME GROUP SERVE_ARGS... -- BENCH_ARGS...
+# ($WORK/NAME.out/.log/.res hold its output, log and results).
+serve_group() {
+    local label=$1 name=$2 g=$3; shift 3
+    local sargs=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
+    shift
+    NP=$(free_port); MP=$(free_port $NP)
+    "$SERVE" "${sargs[@]}" --path /export --nfsport "$NP" --mountport "$MP" --log warn > "$WORK/$name.out" 2>> "$WORK/$name.log" &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 200); do grep -q '^ready' "$WORK/$name.out" && break; sleep 0.05; done
+    # shellcheck disable=SC2046
+    "$BENCH" --server 127.0.0.1 --export /export --nfsport "$NP" --mountport "$MP" --label "$label" $(group_args "$g") "$@" | tee -a "$WORK/$name.res"
+    kill "$pid"; wait "$pid" 2>/dev/null
+}
+
 run_ours() {
     make_export_dir ours
-    for g in $GROUPS_; do
-        NP=$(free_port); MP=$(free_port $NP)
-        "$SERVE" --dir "$WORK/ours" --path /export --nfsport "$NP" --mountport "$MP" --log warn > "$WORK/ours.out" 2>> "$WORK/ours.log" &
-        local pid=$!
-        PIDS+=("$pid")
-        for _ in $(seq 100); do grep -q '^ready' "$WORK/ours.out" && break; sleep 0.05; done
-        # shellcheck disable=SC2046
-        "$BENCH" --server 127.0.0.1 --export /export --nfsport "$NP" --mountport "$MP" --label nasd $(group_args "$g") "$@" | tee -a "$WORK/ours.res"
-        kill "$pid"; wait "$pid" 2>/dev/null
-    done
+    for g in $GROUPS_; do serve_group nasd ours "$g" --dir "$WORK/ours" -- "$@"; done
 }
 
 run_engine() {
@@ -77,16 +85,8 @@ run_engine() {
     for g in $GROUPS_; do
         i=$((i + 1))
         mkdir -p "$WORK/engine$i"
-        NP=$(free_port); MP=$(free_port $NP)
-        "$SERVE" --engine "$WORK/engine$i" --engine-size 4294967296 --path /export --nfsport "$NP" --mountport "$MP" \
-            --log warn > "$WORK/engine.out" 2>> "$WORK/engine.log" &
-        local pid=$!
-        PIDS+=("$pid")
-        for _ in $(seq 200); do grep -q '^ready' "$WORK/engine.out" && break; sleep 0.05; done
         echo "   exporting an engine dataset (stripe pool on $WORK/engine$i/member.img)"
-        # shellcheck disable=SC2046
-        "$BENCH" --server 127.0.0.1 --export /export --nfsport "$NP" --mountport "$MP" --label nasd-engine $(group_args "$g") "$@" | tee -a "$WORK/engine.res"
-        kill "$pid"; wait "$pid" 2>/dev/null
+        serve_group nasd-engine engine "$g" --engine "$WORK/engine$i" --engine-size 4294967296 -- "$@"
         rm -rf "$WORK/engine$i"
     done
 }
