@@ -32,8 +32,7 @@ bool vp_direct_ok(struct vpool *p, struct vp_vol *v, uint64_t off, size_t len)
     return true;
 }
 
-/* Durably names the regions of ws[] (sorted) not named since the last checkpoint. commit_lock held. */
-static int log_regions(struct vpool *p, const struct vp_wsect *ws, size_t n)
+int vp_log_regions(struct vpool *p, const struct vp_wsect *ws, size_t n)
 {
     struct vp_rec recs[64];
     size_t all = 0, nr = 0;
@@ -77,7 +76,7 @@ int vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint6
     for (size_t i = 0; i < n && p->jbits_any && !rc; i++)
         if (vp_bit(p->jbits, ws[i].sect)) rc = -EAGAIN;
     if (!rc && !vp_direct_ok(p, v, off, len)) rc = -EAGAIN;   /* a member failed meanwhile */
-    if (!rc) rc = log_regions(p, ws, n);
+    if (!rc) rc = vp_log_regions(p, ws, n);
     if (!rc && p->synced_unlogged) {
         /* the sectors may hold what a flush just made durable: replay must know that this
          * data is on disk, or it may take the state before it for the newer one */

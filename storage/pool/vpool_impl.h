@@ -140,6 +140,7 @@ enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP
  * what the members hold), written before a direct write may overwrite such data */
 #define VP_REGION_SECT 4096u      /* 16 MiB of pool sectors per write-intent region */
 #define VP_DLIST_MAX   16384u
+#define VP_COW_PEND_MAX (1u << 20) /* pending records (24 MiB) past which a snapshot copy commits first */
 struct vp_rec { uint32_t type, a32; uint64_t a, b; };
 
 /* one sector to be written by a commit */
@@ -199,6 +200,9 @@ struct vpool {
     size_t dlist_n;
     bool dlist_over;
     uint64_t synced_seq;          /* journal batches up to this are synced in place (commit_lock) */
+    /* pend holds the switch of a snapshot copy-on-write whose copy is in place but not
+     * synced: the next commit syncs the members before journaling pend (commit_lock) */
+    bool cow_unsynced;
     bool synced_unlogged;         /* ... and no VP_REC_SYNCED says so yet */
 
     pthread_mutex_t row_lock[VP_ROW_LOCKS];
@@ -422,6 +426,9 @@ bool vp_direct_ok(struct vpool *p, struct vp_vol *v, uint64_t off, size_t len);
  * their parity match. After vp_intents_resolve. */
 int  vp_regions_resolve(struct vpool *p);
 void vp_direct_clear(struct vpool *p);   /* checkpoint: every direct write is covered */
+/* Durably names the regions of ws[] (sorted) not named since the last checkpoint
+ * (direct writes, snapshot copies). commit_lock held. */
+int  vp_log_regions(struct vpool *p, const struct vp_wsect *ws, size_t n);
 static inline bool vp_in_region(const struct vpool *p, uint64_t s)   /* named by a VP_REC_REGION */
 {
     return vp_bit(p->rbits, s / VP_REGION_SECT);

@@ -274,6 +274,16 @@ int vp_commit_ex(struct vpool *p, bool durable)
     struct vp_wsect *lent = NULL;   /* the cache's buffers as collected (ws gets sorted, lz4 replaces it) */
     size_t nlent = n;
     bool committed = false;
+    if (nrec && p->cow_unsynced) {   /* snapshot copies first, then the records that switch to them */
+        uint64_t t0 = vp_now_ns();
+        if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) {
+            rc = -EIO;
+            if (n) vc_release(p->cache, ws, n, false, false);
+            goto out;
+        }
+        atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
+        p->cow_unsynced = false;
+    }
     if (n) {
         lent = malloc(n * sizeof *lent);
         if (!lent) { vc_release(p->cache, ws, n, false, false); rc = -ENOMEM; nlent = 0; goto out; }

@@ -150,7 +150,7 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
     pthread_rwlock_rdlock(&vb->v->snap_lock);
     size_t consumed;
     rc = vp_snap_cow_range(p, vb->v, src, off, len, &consumed);   /* units a snapshot or the clone origin holds */
-    if (!rc && consumed == len) len = 0;   /* the copies hold all of it, in place and durable */
+    if (!rc && consumed == len) len = 0;   /* the copies hold all of it (in place, durable with the next commit) */
     if (!rc && vp_direct_ok(p, vb->v, off, len)) {   /* large: in place from buf, no cache copy */
         uint64_t ps;
         for (uint64_t o = off; o < off + len && !rc; o = (o / VP_AU_BYTES + 1) * VP_AU_BYTES)
