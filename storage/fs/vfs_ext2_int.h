@@ -7,6 +7,7 @@
  * between operations, under that mutex, so every committed state is consistent. File
  * data reads and writes map blocks under the mutex and do the device I/O without it. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <ext2fs/ext2fs.h>
@@ -23,6 +24,7 @@
  * once this much is buffered (well below one journal half, so ops stay atomic). */
 #define E2_COMMIT_INTERVAL_MS 1000
 #define E2_COMMIT_DIRTY_BYTES (TXB_JOURNAL_HALF / 2)
+#define E2_PREFLUSH_BYTES (4u << 20)   /* file data written since a flush: flush it before a commit, unlocked */
 #define E2_PIN_BITS 10
 #define E2_DIX_BUCKETS 256
 
@@ -57,6 +59,7 @@ struct e2 {
     pthread_mutex_t data_mu;
     pthread_cond_t data_cv;
     int data_inflight;
+    _Atomic uint64_t data_unflushed;  /* file data bytes written since the last flush began (e2_preflush) */
     void (*io_hook)(void);        /* tests: runs between a read's or write's mapping and its
                                    * device I/O, without the lock */
 };
@@ -67,6 +70,9 @@ static inline struct e2 *E2(struct nasd_fsroot *f) { return f->vfs_priv; }
 void e2_lock(struct e2 *e);
 void e2_unlock(struct e2 *e);               /* commits early when much is buffered */
 int e2_commit_locked(struct e2 *e);
+/* Before taking the lock for a commit: flushes the file data written since the last
+ * flush when there is much of it (see vfs_ext2.c). */
+void e2_preflush(struct e2 *e);
 int e2_errno(errcode_t err);                /* libext2fs error -> -errno */
 /* Reads an in-use inode named by fd; -ESTALE when it is not (or no longer) in use. */
 int e2_iget(struct e2 *e, int fd, struct ext2_inode_large *in);

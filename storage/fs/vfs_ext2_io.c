@@ -364,6 +364,7 @@ ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, ui
         if (rc > 0) done += (size_t)rc;
         if (rc < (ssize_t)n) break;
     } while (done < len);
+    atomic_fetch_add(&e->data_unflushed, done);
     e2_unlock(e);
     return done ? (ssize_t)done : rc;
 }

@@ -1,7 +1,8 @@
 /* Engine dataset backend under concurrent callers: reads and writes do their device I/O
  * without the filesystem lock; reads never return blocks freed (and reused) meanwhile,
  * other operations go on during a write's I/O, and a commit (fsync) waits for that I/O
- * so what it makes durable never points at data not yet written. */
+ * so what it makes durable never points at data not yet written; the flush of a large
+ * write's data before a commit runs without the lock. */
 #define _GNU_SOURCE
 #include "tests/unit/vfs_ext2_test_util.h"
 #include <pthread.h>
@@ -125,6 +126,78 @@ START_TEST(write_io_runs_without_the_lock)
 }
 END_TEST
 
+/* A bdev over the test's file whose first flush after flush_armed is set takes 300 ms:
+ * the bulk of a commit after a large write phase is the flush of that data. */
+struct slow_dev { nasd_bdev b; nasd_bdev *in; };
+static atomic_int flush_armed;
+#define IN(b) (((struct slow_dev *)(b))->in)
+static int sd_read(nasd_bdev *b, void *buf, uint64_t off, size_t len) { return nasd_bdev_read(IN(b), buf, off, len); }
+static int sd_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int flags)
+{
+    return nasd_bdev_write(IN(b), buf, off, len, flags);
+}
+static int sd_unmap(nasd_bdev *b, uint64_t off, uint64_t len) { return nasd_bdev_unmap(IN(b), off, len); }
+static int sd_flush(nasd_bdev *b)
+{
+    if (atomic_exchange(&flush_armed, 0)) usleep(300000);
+    return nasd_bdev_flush(IN(b));
+}
+static void sd_destroy(nasd_bdev *b) { nasd_bdev_put(IN(b)); free(b); }
+static const struct nasd_bdev_ops sd_ops = { .read = sd_read, .write = sd_write, .flush = sd_flush,
+                                             .unmap = sd_unmap, .destroy = sd_destroy };
+
+struct committer { struct nasd_fsroot *f; int fd, rc; };
+static void *fsync_thread(void *arg)
+{
+    struct committer *c = arg;
+    c->rc = V(c->f)->fsync(c->f, c->fd, 0);
+    return NULL;
+}
+
+/* NFS COMMIT after a large write: the flush of the data runs without the filesystem
+ * lock (other clients go on), and what the commit returned for survives a crash. */
+START_TEST(commit_flushes_data_without_the_lock)
+{
+    struct slow_dev *sd = calloc(1, sizeof *sd);
+    sd->in = file_dev(devpath, DEV_SIZE);
+    sd->b = (nasd_bdev){ .ops = &sd_ops, .size = sd->in->size, .block_size = 4096, .name = "slow" };
+    atomic_init(&sd->b.refs, 1);
+    ck_assert_int_eq(nasd_ext2_format(&sd->b, "test"), 0);
+    struct nasd_fsroot *f = open_fs(&sd->b);
+    nasd_bdev_put(&sd->b);
+    nasd_ext2_set_commit_interval(f, 0);
+    size_t len = 2 * E2_PREFLUSH_BYTES;
+    uint8_t *data = malloc(len);
+    fill(data, len, 5);
+    struct committer c = { .f = f, .fd = creat_file(f, R(f), "big") };
+    ck_assert_int_eq(V(f)->pwrite(f, c.fd, data, len, 0), (ssize_t)len);
+    atomic_store(&flush_armed, 1);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, fsync_thread, &c), 0);
+    usleep(50000);
+    double t0 = now_ms();
+    ck_assert_int_gt(creat_file(f, R(f), "other"), 0);
+    struct stat st = st_of(f, R(f), "big");
+    double waited = now_ms() - t0;
+    pthread_join(th, NULL);
+    ck_assert_int_eq(c.rc, 0);
+    ck_assert_msg(atomic_load(&flush_armed) == 0, "the commit did not flush");
+    ck_assert_msg(waited < 150, "a create and a stat waited %.0f ms for another file's commit", waited);
+    ck_assert_uint_eq(st.st_size, len);
+    nasd_ext2_abandon(f);   /* crash right after the COMMIT */
+    f = reopen_fs();
+    int fd = lookup_ino(f, R(f), "big");
+    uint8_t *back = malloc(len);
+    ck_assert_int_eq(V(f)->pread(f, fd, back, len, 0), (ssize_t)len);
+    ck_assert(!memcmp(back, data, len));
+    V(f)->close(f, fd);
+    nasd_fsroot_put(f);
+    ck_assert_int_eq(fsck(devpath), 0);
+    free(data);
+    free(back);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("vfs_ext2_mt");
@@ -133,6 +206,7 @@ static Suite *make_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, reads_never_see_freed_blocks);
     tcase_add_test(tc, write_io_runs_without_the_lock);
+    tcase_add_test(tc, commit_flushes_data_without_the_lock);
     suite_add_tcase(s, tc);
     return s;
 }
