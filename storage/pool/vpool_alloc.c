@@ -71,6 +71,7 @@ void vp_free_au(struct vpool *p, uint64_t au)
     p->au_used--;
     struct vp_rec r = { .type = VP_REC_FREE, .a = au };
     vp_pend_add(p, &r);
+    p->frees_pending = true;
     pthread_mutex_unlock(&p->alloc_lock);
     for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) {
         if (vp_csum_get(p, s)) vp_csum_set(p, s, 0);

@@ -76,6 +76,7 @@ int vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint6
     for (size_t i = 0; i < n && p->jbits_any && !rc; i++)
         if (vp_bit(p->jbits, ws[i].sect)) rc = -EAGAIN;
     if (!rc && !vp_direct_ok(p, v, off, len)) rc = -EAGAIN;   /* a member failed meanwhile */
+    if (!rc && p->frees_pending) rc = vp_commit_ex(p, false);   /* a newly taken unit may not be free on disk yet */
     if (!rc) rc = vp_log_regions(p, ws, n);
     if (!rc && p->synced_unlogged) {
         /* the sectors may hold what a flush just made durable: replay must know that this

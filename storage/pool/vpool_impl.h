@@ -203,6 +203,10 @@ struct vpool {
     /* pend holds the switch of a snapshot copy-on-write whose copy is in place but not
      * synced: the next commit syncs the members before journaling pend (commit_lock) */
     bool cow_unsynced;
+    /* pend holds a FREE: that unit is not free on disk yet, so nothing may be written
+     * into it before the FREE is journaled (import would take the data as the old
+     * owner's: write-intent regions accept what they find). commit_lock */
+    bool frees_pending;
     bool synced_unlogged;         /* ... and no VP_REC_SYNCED says so yet */
 
     pthread_mutex_t row_lock[VP_ROW_LOCKS];
@@ -346,7 +350,9 @@ void vp_sim_kill_member(struct vp_sim *s, int m);   /* one member fails all I/O 
 int  vp_sim_before_read(struct vpool *p, int m);
 int  vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len);
 int  vp_sim_synced(struct vpool *p, int m, uint64_t off, uint64_t len);
-/* after the pool is closed: randomly undo unsynced writes; frees s */
+/* after the pool is closed: randomly undo unsynced writes (seed VP_SIM_UNDO_ALL: all
+ * of them); frees s */
+#define VP_SIM_UNDO_ALL 0
 int  vp_sim_rollback(struct vp_sim *s, const char *const *paths, int n, uint64_t seed, uint64_t *undone);
 enum vpool_state vp_pool_state(struct vpool *p);
 

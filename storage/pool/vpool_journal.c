@@ -179,6 +179,28 @@ int vp_journal_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec, co
     return write_batch(p, recs, nrec, ws, nws);
 }
 
+/* Pending records that take more than one batch. No checkpoint may fall between their
+ * batches: replaying the first ones over tables that already hold the later changes
+ * would undo those (a unit freed since would come back). So room for all of them
+ * first or, where they would fill much of the journal, a checkpoint instead (the
+ * tables hold every record's change). A batch never ends inside a snapshot copy's
+ * records (ALLOC, its CSUMs, the old unit's LIFE): half a copy leaves two units for one
+ * extent. */
+static int write_records(struct vpool *p, const struct vp_rec *recs, size_t nr)
+{
+    size_t batches = nr / (VP_BATCH_RECS / 2) + 2;
+    size_t need = nr + batches * (VP_SECTOR / sizeof *recs + 1);   /* each header rounds up by < a page */
+    if (batch_len(need, 0) > p->jnl_size / 4) return vp_checkpoint(p);
+    int rc = vp_journal_room(p, need, 0);
+    for (size_t k = 0; k < nr && !rc;) {
+        size_t c = nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS;
+        while (k + c < nr && c > 1 && (recs[k + c].type == VP_REC_CSUM || recs[k + c].type == VP_REC_LIFE)) c--;
+        rc = write_batch(p, recs + k, c, NULL, 0);
+        k += c;
+    }
+    return rc;
+}
+
 /* Intent-only is safe where a sector's old content cannot be needed to rebuild a
  * neighbour during replay: all members online (no degraded read-modify-write) and not
  * an lz4 chunk (whose sectors only make sense together). */
@@ -314,12 +336,12 @@ int vp_commit_ex(struct vpool *p, bool durable)
             cnt++;
         }
         size_t nr = i == 0 ? nrec : 0;
-        if (nr > VP_BATCH_RECS) {   /* very many unmaps or intents: write them alone first */
-            for (size_t k = 0; k < nr && !rc; k += VP_BATCH_RECS)
-                rc = write_batch(p, recs + k, nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS, NULL, 0);
+        if (nr > VP_BATCH_RECS) {   /* very many unmaps, intents or copies: write them alone first */
+            rc = write_records(p, recs, nr);
             nr = 0;
         }
         if (!rc) rc = write_batch(p, recs, nr, ws + i, cnt);
+        if (!rc && !recs_journaled) p->frees_pending = false;   /* every FREE came under commit_lock */
         if (!rc) recs_journaled = true;
         uint64_t t0 = vp_now_ns();
         if (!rc && cnt) rc = vp_apply_writes(p, ws + i, cnt);
@@ -458,12 +480,15 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
         const struct vp_rec *x = &r[i];
         switch (x->type) {
         case VP_REC_WRITE:
-        case VP_REC_CSUM:
-            if (x->a >= p->n_sect || (x->type == VP_REC_WRITE && d >= dend)) goto bad;
-            ws[nws++] = (struct vp_wsect){ .sect = x->a, .csum = x->a32,
-                                           .data = x->type == VP_REC_WRITE ? d : NULL };
-            if (x->type == VP_REC_WRITE) d += VP_SECTOR;
+            if (x->a >= p->n_sect || d >= dend) goto bad;
+            ws[nws++] = (struct vp_wsect){ .sect = x->a, .csum = x->a32, .data = d };
+            d += VP_SECTOR;
             if (vp_intents_override(it, x->a, 1)) goto nomem;
+            break;
+        case VP_REC_CSUM:   /* at once, in record order: a later ZERO, FREE or INTENT of the sector builds on it */
+            if (x->a >= p->n_sect) goto bad;
+            if (vp_intents_override(it, x->a, 1)) goto nomem;
+            if (p->csum[x->a] != x->a32) vp_csum_set(p, x->a, x->a32);
             break;
         case VP_REC_INTENT:
             if (x->a >= p->n_sect || x->a32 == VP_CSUM_ZERO || x->a32 == VP_CSUM_MARK) goto bad;

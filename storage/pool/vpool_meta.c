@@ -314,6 +314,7 @@ int vp_checkpoint(struct vpool *p)
     atomic_store(&p->unsynced, 0);
     p->unsynced_direct = false;
     p->cow_unsynced = false;
+    p->frees_pending = false;
     if (p->jbits_any) {   /* every journaled sector is now synced in place */
         memset(p->jbits, 0, (p->n_sect + 63) / 64 * 8);
         p->jbits_any = false;

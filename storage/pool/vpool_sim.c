@@ -94,17 +94,19 @@ int vp_sim_synced(struct vpool *p, int m, uint64_t off, uint64_t len)
     return 0;
 }
 
-/* After the pool object is gone: keep or undo each unsynced block at random. */
+/* After the pool object is gone: keep or undo each unsynced block at random (seed
+ * VP_SIM_UNDO_ALL: undo every one). */
 int vp_sim_rollback(struct vp_sim *s, const char *const *paths, int n, uint64_t seed, uint64_t *undone)
 {
     uint64_t x = seed | 1;
+    bool all = seed == VP_SIM_UNDO_ALL;
     *undone = 0;
     for (int m = 0; m < n; m++) {
         struct sim_member *sm = &s->m[m];
         int fd = paths[m] ? open(paths[m], O_WRONLY) : -1;
         for (size_t i = 0; i < sm->n; i++) {
             x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-            if (fd >= 0 && (x & 1) && pwrite(fd, sm->b[i].old, VP_SECTOR, (off_t)sm->b[i].off) == VP_SECTOR) (*undone)++;
+            if (fd >= 0 && ((x & 1) || all) && pwrite(fd, sm->b[i].old, VP_SECTOR, (off_t)sm->b[i].off) == VP_SECTOR) (*undone)++;
             free(sm->b[i].old);
         }
         free(sm->b);

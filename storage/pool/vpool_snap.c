@@ -152,8 +152,9 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
         lo = off > a0 ? off - a0 : 0;
         hi = off + len < a0 + VP_AU_BYTES ? off + len - a0 : VP_AU_BYTES;
     }
-    /* bounds the records waiting for a commit (258 per copy) */
-    if (p->npend > VP_COW_PEND_MAX) { int rc = vp_commit_ex(p, false); if (rc) return rc; }
+    /* bounds the records waiting for a commit (258 per copy); and the new unit must be
+     * free on disk too (frees_pending) */
+    if (p->npend > VP_COW_PEND_MAX || p->frees_pending) { int rc = vp_commit_ex(p, false); if (rc) return rc; }
     uint8_t *arena = NULL;
     struct vp_wsect *ws = malloc(VP_AU_SECT * sizeof *ws);
     struct vp_rec *recs = malloc((VP_AU_SECT + 2) * sizeof *recs);
