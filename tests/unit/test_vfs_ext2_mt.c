@@ -112,17 +112,8 @@ START_TEST(write_io_runs_without_the_lock)
     ck_assert_msg(now_ms() - t0 >= 290, "fsync returned before the write's data was written");
     pthread_join(th, NULL);
     ck_assert_int_eq(w.rc, FILE_BYTES);
-    nasd_ext2_abandon(f);   /* crash right after the fsync */
-    f = reopen_fs();
-    int fd = lookup_ino(f, R(f), "w");
-    uint8_t *back = malloc(FILE_BYTES);
-    ck_assert_int_eq(V(f)->pread(f, fd, back, FILE_BYTES, 0), FILE_BYTES);
-    ck_assert(!memcmp(back, data, FILE_BYTES));
-    V(f)->close(f, fd);
-    nasd_fsroot_put(f);
-    ck_assert_int_eq(fsck(devpath), 0);
+    crash_check_file(f, "w", data, FILE_BYTES);   /* crash right after the fsync */
     free(data);
-    free(back);
 }
 END_TEST
 
@@ -184,17 +175,8 @@ START_TEST(commit_flushes_data_without_the_lock)
     ck_assert_msg(atomic_load(&flush_armed) == 0, "the commit did not flush");
     ck_assert_msg(waited < 150, "a create and a stat waited %.0f ms for another file's commit", waited);
     ck_assert_uint_eq(st.st_size, len);
-    nasd_ext2_abandon(f);   /* crash right after the COMMIT */
-    f = reopen_fs();
-    int fd = lookup_ino(f, R(f), "big");
-    uint8_t *back = malloc(len);
-    ck_assert_int_eq(V(f)->pread(f, fd, back, len, 0), (ssize_t)len);
-    ck_assert(!memcmp(back, data, len));
-    V(f)->close(f, fd);
-    nasd_fsroot_put(f);
-    ck_assert_int_eq(fsck(devpath), 0);
+    crash_check_file(f, "big", data, len);   /* crash right after the COMMIT */
     free(data);
-    free(back);
 }
 END_TEST
 

@@ -137,6 +137,27 @@ START_TEST(t_intent_after_cow_zeroed)
 END_TEST
 
 
+/* Volume x with one flushed, checkpointed unit of X, then unmapped without a flush:
+ * that unit's FREE is pending. The allocator is pointed at it (as when the cursor wraps
+ * in a full pool), so the next unit taken is it. Returns the unit. */
+static uint64_t pending_free_unit(struct vpool *p, nasd_bdev **xb, uint8_t *X)
+{
+    ck_assert_int_eq(vpool_vol_create(p, "x", 8 * MB, 0), 0);
+    *xb = open_vol(p, "x", 4096);
+    fill(X, MB, 55);
+    ck_assert_int_eq(nasd_bdev_write(*xb, X, 0, MB, 0), 0);
+    ck_assert_int_eq(nasd_bdev_flush(*xb), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "y", MB, 0), 0);   /* a checkpoint: x's checksums in the table */
+    int m; uint64_t moff, ps;
+    ck_assert_int_eq(vp_debug_locate(p, "x", 0, &m, &moff, &ps), 0);
+    uint64_t k = ps / VP_AU_SECT;
+    ck_assert_int_eq(nasd_bdev_unmap(*xb, 0, MB), 0);
+    pthread_mutex_lock(&p->alloc_lock);
+    p->au_cursor = k;
+    pthread_mutex_unlock(&p->alloc_lock);
+    return k;
+}
+
 /* The copy takes a unit whose FREE (unmap of volume x) is still pending; the copy's
  * REGION record is durable at once. Crash before the next commit: import accepts the
  * copy's data as x's content (x's unmap was never flushed: old data or zeros expected). */
@@ -145,19 +166,9 @@ START_TEST(t_region_accepts_foreign_copy)
     struct tdir t; const char *const *paths; nasd_bdev *b;
     uint8_t *A = malloc(8 * MB), *X = malloc(MB), *cur = malloc(MB);
     struct vpool *p = setup(&t, &paths, &b, A);
-    ck_assert_int_eq(vpool_vol_create(p, "x", 8 * MB, 0), 0);
-    nasd_bdev *xb = open_vol(p, "x", 4096);
-    fill(X, MB, 55);
-    ck_assert_int_eq(nasd_bdev_write(xb, X, 0, MB, 0), 0);
-    ck_assert_int_eq(nasd_bdev_flush(xb), 0);
-    ck_assert_int_eq(vpool_vol_create(p, "y", MB, 0), 0);   /* a checkpoint: x's checksums in the table */
+    nasd_bdev *xb;
+    uint64_t k = pending_free_unit(p, &xb, X);
     int m; uint64_t moff, ps;
-    ck_assert_int_eq(vp_debug_locate(p, "x", 0, &m, &moff, &ps), 0);
-    uint64_t k = ps / VP_AU_SECT;
-    ck_assert_int_eq(nasd_bdev_unmap(xb, 0, MB), 0);           /* FREE(k) pending, not flushed */
-    pthread_mutex_lock(&p->alloc_lock);
-    p->au_cursor = k;   /* as when the cursor wraps in a full pool */
-    pthread_mutex_unlock(&p->alloc_lock);
     uint8_t w[4096]; fill(w, 4096, 9);
     ck_assert_int_eq(nasd_bdev_write(b, w, MB, 4096, 0), 0);   /* copies v's unit 1 into k */
     ck_assert_int_eq(vp_debug_locate(p, "v", MB, &m, &moff, &ps), 0);
@@ -187,20 +198,10 @@ START_TEST(t_region_accepts_foreign_direct)
     struct tdir t; const char *const *paths; nasd_bdev *b;
     uint8_t *A = malloc(8 * MB), *X = malloc(MB), *cur = malloc(MB), *Z = malloc(MB);
     struct vpool *p = setup(&t, &paths, &b, A);
-    ck_assert_int_eq(vpool_vol_create(p, "x", 8 * MB, 0), 0);
     ck_assert_int_eq(vpool_vol_create(p, "z", 8 * MB, 0), 0);
-    nasd_bdev *xb = open_vol(p, "x", 4096), *zb = open_vol(p, "z", 4096);
-    fill(X, MB, 55);
-    ck_assert_int_eq(nasd_bdev_write(xb, X, 0, MB, 0), 0);
-    ck_assert_int_eq(nasd_bdev_flush(xb), 0);
-    ck_assert_int_eq(vpool_vol_create(p, "y", MB, 0), 0);   /* a checkpoint: x's checksums in the table */
+    nasd_bdev *xb, *zb = open_vol(p, "z", 4096);
+    uint64_t k = pending_free_unit(p, &xb, X);
     int m; uint64_t moff, ps;
-    ck_assert_int_eq(vp_debug_locate(p, "x", 0, &m, &moff, &ps), 0);
-    uint64_t k = ps / VP_AU_SECT;
-    ck_assert_int_eq(nasd_bdev_unmap(xb, 0, MB), 0);           /* FREE(k) pending, not flushed */
-    pthread_mutex_lock(&p->alloc_lock);
-    p->au_cursor = k;
-    pthread_mutex_unlock(&p->alloc_lock);
     fill(Z, MB, 77);
     ck_assert_int_eq(nasd_bdev_write(zb, Z, 0, MB, 0), 0);     /* direct, into k */
     ck_assert_int_eq(vp_debug_locate(p, "z", 0, &m, &moff, &ps), 0);

@@ -125,6 +125,22 @@ static inline int lookup_ino(struct nasd_fsroot *f, int dir, const char *name)
     return rc ? rc : (int)st.st_ino;
 }
 
+/* Crash now (nothing of f is committed any more), reopen, check that file name holds
+ * data[len], and that e2fsck finds the image clean. */
+static inline void crash_check_file(struct nasd_fsroot *f, const char *name, const uint8_t *data, size_t len)
+{
+    nasd_ext2_abandon(f);
+    f = reopen_fs();
+    int fd = lookup_ino(f, R(f), name);
+    uint8_t *back = malloc(len);
+    ck_assert_int_eq(V(f)->pread(f, fd, back, len, 0), (ssize_t)len);
+    ck_assert(!memcmp(back, data, len));
+    V(f)->close(f, fd);
+    nasd_fsroot_put(f);
+    ck_assert_int_eq(fsck(devpath), 0);
+    free(back);
+}
+
 /* ---------- readdir collection ---------- */
 
 struct names { int n, cap; char **v; uint64_t *cookie; unsigned char *type; int stop_after; };
