@@ -7,6 +7,7 @@
 #include "util/log.h"
 #include <isa-l.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -325,6 +326,21 @@ static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_
     q_add(a, pm, vp_moff(p, row, wlo), par + boff, len);
 }
 
+/* Member I/O of one apply. With members in the page cache it is memory copies, and
+ * handing them to the member workers pays only where idle CPUs take them and the work
+ * outweighs the wakeups: the writes of an apply run on the caller's thread (whose cache
+ * holds the data and parity) when there are fewer CPUs than jobs, and so do a few reads
+ * (the edges of a large write). Many reads (random writes) and O_DIRECT members, which
+ * wait for the disk, run in parallel. bench-vpool -T 5 on 2 cores, 3 A/B rounds: seq
+ * write 1M 0.36-0.41x raw before, 0.51-0.66x after; rand write 4K 0.05-0.07x, 0.06-0.09x. */
+static void run_member_jobs(struct vpool *p, const struct vp_job *jobs, int nj, bool here)
+{
+    if (here && !p->direct_io)
+        for (int i = 0; i < nj; i++) jobs[i].fn(jobs[i].arg);
+    else
+        vp_par_run(p, jobs, nj);
+}
+
 struct rd_job { struct vpool *p; int m; struct rd_queue *q; struct pre_read *pr; };
 
 static void *read_member(void *arg)
@@ -422,7 +438,9 @@ static struct pre_read *prefetch_rows(struct vpool *p, const struct vp_wsect *ws
             jb[m] = (struct rd_job){ p, m, &q[m], pr };
             if (q[m].n) jobs[nj++] = (struct vp_job){ read_member, &jb[m] };
         }
-        vp_par_run(p, jobs, nj);
+        size_t nreq = 0;
+        for (int m = 0; m < p->n; m++) nreq += q[m].n;
+        run_member_jobs(p, jobs, nj, nreq <= 16);
     }
     for (int m = 0; m < VP_MAXM; m++) free(q[m].r);
     if (oom) {   /* raidz_row reads for itself */
@@ -516,7 +534,9 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
         fj[m] = (struct flush_job){ p, m, &a.q[m] };
         if (a.q[m].n) jobs[nj++] = (struct vp_job){ flush_member, &fj[m] };   /* the first on this thread */
     }
-    vp_par_run(p, jobs, nj);
+    static int ncpu;
+    if (!ncpu) ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    run_member_jobs(p, jobs, nj, ncpu < nj + 1);
     for (size_t k = 0; k < n; k++) {
         vp_csum_set(p, ws[k].sect, ws[k].csum);
         vp_note_degraded_write(p, ws[k].sect);
