@@ -12,7 +12,7 @@
  * rows again with 1 and with 32 snapshots of the filled volume present (every unit
  * shared, so the first write to each copies it). -v: commit profile.
  * -C (make bench-vpool-snap): only what snapshots cost, see snap_cost(); 4 threads
- * unless -j, working set at most one member. */
+ * unless -j, working set at most half a member. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -350,7 +350,9 @@ int main(int argc, char **argv)
     nasd_log_level = LOG_WARN;
     if (snap_mode) {
         if (!threads_set) nthreads = 4;
-        if (workset_mb > member_mb) workset_mb = member_mb;   /* room for one full copy */
+        /* room for the fill and four rounds of copies (each 2nd run after a snapshot
+         * rewrites, so copies, every unit): 5 x the working set in 3 members' data */
+        if (workset_mb > member_mb / 2) workset_mb = member_mb / 2;
         span = workset_mb << 20;
         return snap_cost();
     }
