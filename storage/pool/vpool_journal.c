@@ -179,22 +179,40 @@ int vp_journal_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec, co
     return write_batch(p, recs, nrec, ws, nws);
 }
 
+/* Records in the batch from recs[k] of nr: up to VP_BATCH_RECS, but never ending inside
+ * a snapshot copy's records (ALLOC, its CSUMs, the old unit's LIFE: at most 258), since
+ * half a copy leaves two units for one extent. Only CSUMs and a LIFE right after a CSUM
+ * or an ALLOC continue a copy (unmaps and rollbacks add long runs of LIFE of their own). */
+static size_t next_batch(const struct vp_rec *recs, size_t k, size_t nr)
+{
+    size_t c = nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS;
+    while (k + c < nr && c > 1) {
+        const struct vp_rec *r = &recs[k + c];
+        bool inside = r->type == VP_REC_CSUM ||
+                      (r->type == VP_REC_LIFE && (r[-1].type == VP_REC_CSUM || r[-1].type == VP_REC_ALLOC));
+        if (!inside) break;
+        c--;
+    }
+    return c;
+}
+
 /* Pending records that take more than one batch. No checkpoint may fall between their
  * batches: replaying the first ones over tables that already hold the later changes
  * would undo those (a unit freed since would come back). So room for all of them
  * first or, where they would fill much of the journal, a checkpoint instead (the
- * tables hold every record's change). A batch never ends inside a snapshot copy's
- * records (ALLOC, its CSUMs, the old unit's LIFE): half a copy leaves two units for one
- * extent. */
+ * tables hold every record's change). */
 static int write_records(struct vpool *p, const struct vp_rec *recs, size_t nr)
 {
-    size_t batches = nr / (VP_BATCH_RECS / 2) + 2;
-    size_t need = nr + batches * (VP_SECTOR / sizeof *recs + 1);   /* each header rounds up by < a page */
-    if (batch_len(need, 0) > p->jnl_size / 4) return vp_checkpoint(p);
-    int rc = vp_journal_room(p, need, 0);
+    uint64_t total = 0;
+    for (size_t k = 0; k < nr;) {
+        size_t c = next_batch(recs, k, nr);
+        total += batch_len(c, 0);
+        k += c;
+    }
+    if (total > p->jnl_size / 4) return vp_checkpoint(p);
+    int rc = p->jpos + total > p->jnl_size ? vp_checkpoint(p) : 0;
     for (size_t k = 0; k < nr && !rc;) {
-        size_t c = nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS;
-        while (k + c < nr && c > 1 && (recs[k + c].type == VP_REC_CSUM || recs[k + c].type == VP_REC_LIFE)) c--;
+        size_t c = next_batch(recs, k, nr);   /* the same batches as counted */
         rc = write_batch(p, recs + k, c, NULL, 0);
         k += c;
     }

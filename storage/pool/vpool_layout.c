@@ -329,7 +329,7 @@ static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_
 /* Member I/O of one apply. With members in the page cache it is memory copies, and
  * handing them to the member workers pays only where idle CPUs take them and the work
  * outweighs the wakeups: the writes of an apply run on the caller's thread (whose cache
- * holds the data and parity) when there are fewer CPUs than jobs, and so do a few reads
+ * holds the data and parity) when there are no more CPUs than jobs, and so do a few reads
  * (the edges of a large write). Many reads (random writes) and O_DIRECT members, which
  * wait for the disk, run in parallel. bench-vpool -T 5 on 2 cores, 3 A/B rounds: seq
  * write 1M 0.36-0.41x raw before, 0.51-0.66x after; rand write 4K 0.05-0.07x, 0.06-0.09x. */

@@ -290,6 +290,72 @@ START_TEST(t_split_switch)
 }
 END_TEST
 
+/* A copy followed by more than VP_BATCH_RECS LIFE records of whole-unit unmaps of
+ * shared units, all in one commit: the batches must neither cut the copy (ALLOC alone in
+ * the first batch: import then freed the snapshot's unit as "mapped twice") nor shrink
+ * to one record each through the LIFE run. */
+START_TEST(t_split_by_life_run)
+{
+    struct tdir t;
+    static const char *pp[4];
+    struct vpool_member_spec ms[4];
+    tdir_make(&t, 3);
+    for (int i = 0; i < 3; i++) { ms[i] = (struct vpool_member_spec){ t.member[i], 6ull << 30 }; pp[i] = t.member[i]; }
+    struct vpool *p;
+    char err[256];
+    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
+    ck_assert_msg(vpool_create("sp", VPOOL_STRIPE, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
+    const uint64_t NU = 16500;
+    ck_assert_int_eq(vpool_vol_create(p, "pad", MB, VPOOL_VOL_THIN), 0);
+    nasd_bdev *pb = open_vol(p, "pad", 4096);
+    uint8_t w[4096]; fill(w, 4096, 7);
+    ck_assert_int_eq(nasd_bdev_write(pb, w, 0, 4096, 0), 0);
+    ck_assert_int_eq(nasd_bdev_flush(pb), 0);
+    nasd_bdev_put(pb);
+    ck_assert_int_eq(vpool_vol_create(p, "v", NU * MB, VPOOL_VOL_THIN), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    uint8_t *A = malloc(MB), *cur = malloc(MB);
+    fill(A, MB, 1);
+    ck_assert_int_eq(nasd_bdev_write(b, A, 0, MB, 0), 0);
+    for (uint64_t e = 1; e < NU; e++) ck_assert_int_eq(nasd_bdev_write(b, w, e * MB, 4096, 0), 0);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s0"), 0);
+    ck_assert_int_eq(vpool_vol_destroy(p, "pad"), 0);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    pthread_mutex_lock(&p->alloc_lock);
+    p->au_cursor = 0;   /* the copy lands below the original */
+    pthread_mutex_unlock(&p->alloc_lock);
+    uint8_t w2[4096]; fill(w2, 4096, 99);
+    ck_assert_int_eq(nasd_bdev_write(b, w2, 8192, 4096, 0), 0);      /* copies unit 0 */
+    ck_assert_int_eq(nasd_bdev_unmap(b, MB, (NU - 1) * MB), 0);     /* a LIFE per unit */
+    ck_assert_uint_gt(p->npend, 16384 + 258);
+    uint64_t jpos0 = p->jpos;
+    struct vp_sim *sim = vp_sim_attach(p);
+    vp_sim_kill_after(sim, 2);   /* the two journal copies of the first batch, not the second */
+    ck_assert_int_ne(nasd_bdev_flush(b), 0);
+    ck_assert_msg(p->jpos - jpos0 < (1u << 20), "the first batch took %llu bytes of journal",
+                  (unsigned long long)(p->jpos - jpos0));
+    nasd_bdev_put(b);
+    vpool_close(p);
+    uint64_t undone;
+    vp_sim_rollback(sim, pp, 3, VP_SIM_UNDO_ALL, &undone);
+    ck_assert_msg(vpool_import(pp, 3, NULL, &p, err, sizeof err) == 0, "import: %s", err);
+    int e2 = 0;
+    nasd_bdev *sb = vpool_snap_open(p, "v", "s0", 4096, &e2);
+    ck_assert_ptr_nonnull(sb);
+    ck_assert_int_eq(nasd_bdev_read(sb, cur, 0, MB), 0);
+    bool snap_ok = !memcmp(cur, A, MB);
+    nasd_bdev_put(sb);
+    b = open_vol(p, "v", 4096);
+    ck_assert_int_eq(nasd_bdev_read(b, cur, 0, MB), 0);
+    bool vol_old = !memcmp(cur, A, MB);
+    bool vol_new = !memcmp(cur + 8192, w2, 4096) && !memcmp(cur, A, 8192) && !memcmp(cur + 12288, A + 12288, MB - 12288);
+    nasd_bdev_put(b); vpool_close(p); tdir_remove(&t); free(A); free(cur);
+    ck_assert_msg(snap_ok && (vol_old || vol_new), "snapshot unit 0 intact: %d, volume unit 0 old %d new %d",
+                  snap_ok, vol_old, vol_new);
+}
+END_TEST
+
 int main(void)
 {
     nasd_log_level = LOG_WARN;
@@ -302,6 +368,7 @@ int main(void)
     tcase_add_test(tc, t_region_accepts_foreign_copy);
     tcase_add_test(tc, t_region_accepts_foreign_direct);
     tcase_add_test(tc, t_split_switch);
+    tcase_add_test(tc, t_split_by_life_run);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
