@@ -283,7 +283,8 @@ void e2_preflush(struct e2 *e)
 {
     if (atomic_load(&e->data_unflushed) < E2_PREFLUSH_BYTES) return;
     atomic_store(&e->data_unflushed, 0);
-    nasd_bdev_flush(e->bdev);   /* a failure shows again in the commit's own flush */
+    int rc = nasd_bdev_flush(e->bdev);   /* the commit's own flush follows and reports */
+    if (rc) log_warn("ext2 %s: flush before commit failed: %d", e->bdev->name, rc);
 }
 
 int e2_commit_locked(struct e2 *e)
