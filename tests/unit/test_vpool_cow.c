@@ -20,16 +20,23 @@ static void fill(uint8_t *b, size_t len, uint64_t seed)
     for (size_t i = 0; i < len; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; b[i] = (uint8_t)x; }
 }
 
-static struct vpool *setup(struct tdir *t, const char *const **paths, nasd_bdev **b, uint8_t *A)
+/* A pool "sp" of 3 fresh member files of msize bytes; pp gets their paths. */
+static struct vpool *pool3(struct tdir *t, const char **pp, uint64_t msize, enum vpool_layout layout)
 {
-    static const char *pp[4];
-    struct vpool_member_spec ms[4];
+    struct vpool_member_spec ms[3];
     tdir_make(t, 3);
-    for (int i = 0; i < 3; i++) { ms[i] = (struct vpool_member_spec){ t->member[i], MEMBER_SIZE }; pp[i] = t->member[i]; }
+    for (int i = 0; i < 3; i++) { ms[i] = (struct vpool_member_spec){ t->member[i], msize }; pp[i] = t->member[i]; }
     struct vpool *p;
     char err[256];
     struct vpool_opts o = { .cache_bytes = 8ull << 20 };
-    ck_assert_msg(vpool_create("sp", VPOOL_RAIDZ1, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(vpool_create("sp", layout, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
+    return p;
+}
+
+static struct vpool *setup(struct tdir *t, const char *const **paths, nasd_bdev **b, uint8_t *A)
+{
+    static const char *pp[3];
+    struct vpool *p = pool3(t, pp, MEMBER_SIZE, VPOOL_RAIDZ1);
     *paths = pp;
     ck_assert_int_eq(vpool_vol_create(p, "v", 8 * MB, 0), 0);
     *b = open_vol(p, "v", 4096);
@@ -227,14 +234,9 @@ END_TEST
 START_TEST(t_split_switch)
 {
     struct tdir t;
-    static const char *pp[4];
-    struct vpool_member_spec ms[4];
-    tdir_make(&t, 3);
-    for (int i = 0; i < 3; i++) { ms[i] = (struct vpool_member_spec){ t.member[i], 256ull << 20 }; pp[i] = t.member[i]; }
-    struct vpool *p;
+    const char *pp[3];
     char err[256];
-    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
-    ck_assert_msg(vpool_create("sp", VPOOL_RAIDZ1, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
+    struct vpool *p = pool3(&t, pp, 256ull << 20, VPOOL_RAIDZ1);
     const uint64_t VS = 64 * MB;
     uint8_t *A = malloc(VS), *cur = malloc(VS);
     ck_assert_int_eq(vpool_vol_create(p, "pad", 80 * MB, 0), 0);
@@ -297,14 +299,9 @@ END_TEST
 START_TEST(t_split_by_life_run)
 {
     struct tdir t;
-    static const char *pp[4];
-    struct vpool_member_spec ms[4];
-    tdir_make(&t, 3);
-    for (int i = 0; i < 3; i++) { ms[i] = (struct vpool_member_spec){ t.member[i], 6ull << 30 }; pp[i] = t.member[i]; }
-    struct vpool *p;
+    const char *pp[3];
     char err[256];
-    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
-    ck_assert_msg(vpool_create("sp", VPOOL_STRIPE, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
+    struct vpool *p = pool3(&t, pp, 6ull << 30, VPOOL_STRIPE);
     const uint64_t NU = 16500;
     ck_assert_int_eq(vpool_vol_create(p, "pad", MB, VPOOL_VOL_THIN), 0);
     nasd_bdev *pb = open_vol(p, "pad", 4096);
