@@ -157,11 +157,7 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     if (p->npend > VP_COW_PEND_MAX || p->frees_pending) { int rc = vp_commit_ex(p, false); if (rc) return rc; }
     uint8_t *arena = NULL;
     struct vp_wsect *ws = malloc(VP_AU_SECT * sizeof *ws);
-    struct vp_rec *recs = malloc((VP_AU_SECT + 2) * sizeof *recs);
-    if (posix_memalign((void **)&arena, 64, VP_AU_BYTES) || !ws || !recs) {
-        free(arena); free(ws); free(recs);
-        return -ENOMEM;
-    }
+    if (posix_memalign((void **)&arena, 64, VP_AU_BYTES) || !ws) { free(arena); free(ws); return -ENOMEM; }
     size_t n = 0;
     int rc = 0;
     uint32_t idx[VP_AU_SECT];
@@ -229,22 +225,24 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
         }
         goto out;
     }
-    size_t nrec = 0;
     pthread_mutex_lock(&p->alloc_lock);
-    recs[nrec++] = (struct vp_rec){ .type = VP_REC_ALLOC, .a32 = v->id, .a = nau,
-                                    .b = vext | (uint64_t)p->au[nau].birth << 32 };
-    for (size_t k = 0; k < n; k++) recs[nrec++] = (struct vp_rec){ .type = VP_REC_CSUM, .a = ws[k].sect, .a32 = ws[k].csum };
+    struct vp_rec r = { .type = VP_REC_ALLOC, .a32 = v->id, .a = nau, .b = vext | (uint64_t)p->au[nau].birth << 32 };
+    vp_pend_add(p, &r);
+    for (size_t k = 0; k < n; k++) {
+        r = (struct vp_rec){ .type = VP_REC_CSUM, .a = ws[k].sect, .a32 = ws[k].csum };
+        vp_pend_add(p, &r);
+    }
     if (own) {
         vp_au_set_life(p, old, oa.birth, p->snap_cur);
-        recs[nrec++] = (struct vp_rec){ .type = VP_REC_LIFE, .a = old, .a32 = p->snap_cur };
+        r = (struct vp_rec){ .type = VP_REC_LIFE, .a = old, .a32 = p->snap_cur };
+        vp_pend_add(p, &r);
     }
-    for (size_t k = 0; k < nrec; k++) vp_pend_add(p, &recs[k]);
     p->cow_unsynced = true;
     __atomic_store_n(&v->map[vext], (uint32_t)nau + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&p->alloc_lock);
     *used = src ? hi - lo : 0;
 out:
-    free(recs); free(ws); free(arena);
+    free(ws); free(arena);
     return rc;
 }
 
