@@ -214,6 +214,7 @@ struct vpool {
 
     struct vp_cache *cache;
     struct vp_par *par;           /* member I/O workers (vpool_par.c) */
+    struct vp_par *rpar;          /* workers that verify half of a large read */
     bool direct_io;               /* members opened O_DIRECT: the cache is the only read cache */
     /* held shared by a write while it puts its sectors in the cache, exclusive by a
      * commit while it collects them: a commit takes whole requests (whole parity rows
@@ -445,6 +446,9 @@ static inline bool vp_in_region(const struct vpool *p, uint64_t s)   /* named by
  * when all are done. n <= VP_MAXM; jobs must not call vp_par_run themselves. */
 void vp_par_run(struct vpool *p, const struct vp_job *jobs, int n);
 void vp_par_stop(struct vpool *p);   /* pool free */
+/* Reads split over CPUs (vpool_vol.c): the same on workers of their own when these are
+ * idle now, else false at once (nothing run). */
+bool vp_par_try_read(struct vpool *p, const struct vp_job *jobs, int n);
 
 /* ---- allocation (vpool_alloc.c) ---- */
 int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_out);

@@ -33,27 +33,45 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static struct vp_par *par_get(struct vpool *p)
+static struct vp_par *par_get(struct vp_par **slot)
 {
-    struct vp_par *par = __atomic_load_n(&p->par, __ATOMIC_ACQUIRE);
+    struct vp_par *par = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (par) return par;
     par = calloc(1, sizeof *par);
     if (!par) return NULL;
     pthread_mutex_init(&par->use, NULL);
     for (int i = 0; i < VP_MAXM; i++) { pthread_mutex_init(&par->w[i].mu, NULL); pthread_cond_init(&par->w[i].cv, NULL); }
     struct vp_par *none = NULL;
-    if (!__atomic_compare_exchange_n(&p->par, &none, par, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    if (!__atomic_compare_exchange_n(slot, &none, par, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         free(par);
         return none;
     }
     return par;
 }
 
+static void run_locked(struct vp_par *par, const struct vp_job *jobs, int n);
+
 void vp_par_run(struct vpool *p, const struct vp_job *jobs, int n)
 {
-    struct vp_par *par = n > 1 ? par_get(p) : NULL;
+    struct vp_par *par = n > 1 ? par_get(&p->par) : NULL;
     if (!par) { for (int i = 0; i < n; i++) jobs[i].fn(jobs[i].arg); return; }
     pthread_mutex_lock(&par->use);
+    run_locked(par, jobs, n);
+}
+
+/* Workers of their own (p->rpar), not p->par's: a read's job may wait for a row lock
+ * (repair) that a commit holds while it waits for p->par. */
+bool vp_par_try_read(struct vpool *p, const struct vp_job *jobs, int n)
+{
+    struct vp_par *par = par_get(&p->rpar);
+    if (!par || pthread_mutex_trylock(&par->use)) return false;
+    run_locked(par, jobs, n);
+    return true;
+}
+
+/* par->use held; releases it */
+static void run_locked(struct vp_par *par, const struct vp_job *jobs, int n)
+{
     bool posted[VP_MAXM] = {0};
     for (int i = 1; i < n && i < VP_MAXM; i++) {
         struct vp_worker *w = &par->w[i];
@@ -78,9 +96,8 @@ void vp_par_run(struct vpool *p, const struct vp_job *jobs, int n)
     pthread_mutex_unlock(&par->use);
 }
 
-void vp_par_stop(struct vpool *p)
+static void stop_one(struct vp_par *par)
 {
-    struct vp_par *par = p->par;
     if (!par) return;
     for (int i = 0; i < VP_MAXM; i++) {
         struct vp_worker *w = &par->w[i];
@@ -92,5 +109,11 @@ void vp_par_stop(struct vpool *p)
         pthread_join(w->th, NULL);
     }
     free(par);
-    p->par = NULL;
+}
+
+void vp_par_stop(struct vpool *p)
+{
+    stop_one(p->par);
+    stop_one(p->rpar);
+    p->par = p->rpar = NULL;
 }

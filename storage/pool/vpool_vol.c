@@ -99,19 +99,15 @@ static int read_sectors(struct vpool *p, struct vp_vol *v, uint64_t vsect, unsig
     return 0;
 }
 
-static int vb_read(nasd_bdev *b, void *buf, uint64_t off, size_t len)
+/* Reads [off, off+len) of v (bounds checked by the caller). */
+static int read_range(struct vpool *p, struct vp_vol *v, uint8_t *dst, uint64_t off, size_t len)
 {
-    struct vp_vbdev *vb = (struct vp_vbdev *)b;
-    struct vpool *p = vb->p;
-    if (atomic_load(&p->closed)) return -ENXIO;
-    if (off + len > b->size || off + len < off) return -ERANGE;
-    uint8_t *dst = buf;
     while (len) {
         uint64_t vsect = off / VP_SECTOR;
         unsigned inoff = off % VP_SECTOR;
         if (inoff || len < VP_SECTOR) {
             uint8_t sec[VP_SECTOR] __attribute__((aligned(64)));
-            int rc = read_sectors(p, vb->v, vsect, 1, sec);
+            int rc = read_sectors(p, v, vsect, 1, sec);
             if (rc) return rc;
             size_t n = VP_SECTOR - inoff < len ? VP_SECTOR - inoff : len;
             memcpy(dst, sec + inoff, n);
@@ -120,11 +116,39 @@ static int vb_read(nasd_bdev *b, void *buf, uint64_t off, size_t len)
         }
         unsigned cnt = VP_CHUNK_SECT - vsect % VP_CHUNK_SECT;
         if (cnt > len / VP_SECTOR) cnt = (unsigned)(len / VP_SECTOR);
-        int rc = read_sectors(p, vb->v, vsect, cnt, dst);
+        int rc = read_sectors(p, v, vsect, cnt, dst);
         if (rc) return rc;
         dst += (size_t)cnt * VP_SECTOR; off += (uint64_t)cnt * VP_SECTOR; len -= (size_t)cnt * VP_SECTOR;
     }
     return 0;
+}
+
+struct read_half { struct vpool *p; struct vp_vol *v; uint8_t *dst; uint64_t off; size_t len; int rc; };
+static void *read_half_job(void *arg)
+{
+    struct read_half *h = arg;
+    h->rc = read_range(h->p, h->v, h->dst, h->off, h->len);
+    return NULL;
+}
+
+#define VP_READ_SPLIT (256u << 10)   /* reads from this size verify their halves on two CPUs */
+
+static int vb_read(nasd_bdev *b, void *buf, uint64_t off, size_t len)
+{
+    struct vp_vbdev *vb = (struct vp_vbdev *)b;
+    struct vpool *p = vb->p;
+    if (atomic_load(&p->closed)) return -ENXIO;
+    if (off + len > b->size || off + len < off) return -ERANGE;
+    if (len >= VP_READ_SPLIT) {
+        uint64_t mid = (off + len / 2) / VP_CHUNK * VP_CHUNK;
+        if (mid > off && mid < off + len) {
+            struct read_half h[2] = { { p, vb->v, buf, off, mid - off, 0 },
+                                      { p, vb->v, (uint8_t *)buf + (mid - off), mid, off + len - mid, 0 } };
+            struct vp_job jobs[2] = { { read_half_job, &h[0] }, { read_half_job, &h[1] } };
+            if (vp_par_try_read(p, jobs, 2)) return h[0].rc ? h[0].rc : h[1].rc;
+        }
+    }
+    return read_range(p, vb->v, buf, off, len);
 }
 
 static int map_for_write(struct vpool *p, struct vp_vol *v, uint64_t vsect, uint64_t *ps)
