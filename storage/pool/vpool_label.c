@@ -59,12 +59,18 @@ const struct iovec *vp_iov_for_direct(const struct iovec *iov, int *cnt, size_t 
 void vp_member_ck_err(struct vpool *p, int m)
 {
     if (atomic_fetch_add(&p->m[m].ck_err, 1) + 1 < VP_CKSUM_FAULT_LIMIT) return;
-    if (atomic_load(&p->m[m].state) != VPOOL_M_ONLINE) return;
-    int bad = 0;
-    for (int i = 0; i < p->n; i++) bad += i != m && !vp_readable(p, i);
-    bool last = p->layout == VPOOL_STRIPE || (p->layout == VPOOL_RAIDZ1 && bad >= 1) ||
-                (p->layout == VPOOL_MIRROR && bad >= p->n - 1);
-    if (!last) vp_member_fault(p, m, "too many checksum errors");
+    /* one decision at a time: two readers repairing on two raidz1 members at once must
+     * not both see the other online and fault both (rare: only past the limit) */
+    static pthread_mutex_t decide = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&decide);
+    if (atomic_load(&p->m[m].state) == VPOOL_M_ONLINE) {
+        int bad = 0;
+        for (int i = 0; i < p->n; i++) bad += i != m && !vp_readable(p, i);
+        bool last = p->layout == VPOOL_STRIPE || (p->layout == VPOOL_RAIDZ1 && bad >= 1) ||
+                    (p->layout == VPOOL_MIRROR && bad >= p->n - 1);
+        if (!last) vp_member_fault(p, m, "too many checksum errors");
+    }
+    pthread_mutex_unlock(&decide);
 }
 
 int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)

@@ -491,7 +491,7 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
     for (int c = 0; c < ncols; c++) if (!(a.col[c] = xalloc(VP_CHUNK))) rc = -ENOMEM;
     if (!(a.tmp = xalloc(VP_SECTOR)) || !(a.dpar = xalloc(VP_SECTOR))) rc = -ENOMEM;
     if (!rc && ncols) {   /* worst case: every sector in a row of its own */
-        size_t need = n * VP_SECTOR + 64;
+        size_t need = n * VP_SECTOR;   /* each run's parity: 4 KiB per position, at most one per sector */
         rc = arena_fit(&p->parena, &p->parena_cap, need);
     }
     if (rc) goto out;
@@ -551,13 +551,13 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
     size_t pieces = 0;
     for (int m = 0; m < p->n; m++) pieces += a.q[m].n;
     run_member_jobs(p, jobs, nj, ncpu < nj + 1 && pieces <= VP_INLINE_PIECES);
-    if (p->parena_cap > (64u << 20)) { free(p->parena); p->parena = NULL; p->parena_cap = 0; }   /* written now */
     for (size_t k = 0; k < n; k++) {
         vp_csum_set(p, ws[k].sect, ws[k].csum);
         vp_note_degraded_write(p, ws[k].sect);
     }
     lock_rows(p, ws, n, held, false);
 out:
+    if (p->parena_cap > (64u << 20)) { free(p->parena); p->parena = NULL; p->parena_cap = 0; }   /* all written */
     for (int m = 0; m < VP_MAXM; m++) free(a.q[m].e);
     for (int c = 0; c < ncols; c++) free(a.col[c]);
     free(a.tmp); free(a.dpar);
