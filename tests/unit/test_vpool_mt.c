@@ -80,17 +80,25 @@ static void *io_thread(void *arg)
     return NULL;
 }
 
+/* a raidz1 pool of 4 new member files in t with one volume "v" of vol bytes */
+static struct vpool *raidz4_with_vol(struct tdir *t, const char *name, const struct vpool_opts *o, uint64_t vol)
+{
+    tdir_make(t, 4);
+    struct vpool_member_spec ms[4];
+    for (int i = 0; i < 4; i++) ms[i] = (struct vpool_member_spec){ t->member[i], MEMBER_SIZE };
+    struct vpool *p;
+    char err[256];
+    ck_assert_int_eq(vpool_create(name, VPOOL_RAIDZ1, ms, 4, o, &p, err, sizeof err), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "v", vol, 0), 0);
+    return p;
+}
+
 START_TEST(t_concurrent)
 {
     struct tdir t;
-    tdir_make(&t, 4);
-    struct vpool_member_spec ms[4];
-    for (int i = 0; i < 4; i++) ms[i] = (struct vpool_member_spec){ t.member[i], MEMBER_SIZE };
     struct vpool_opts o = { .cache_bytes = 4ull << 20 };
-    struct vpool *p;
+    struct vpool *p = raidz4_with_vol(&t, "mt", &o, VOL);
     char err[256];
-    ck_assert_int_eq(vpool_create("mt", VPOOL_RAIDZ1, ms, 4, &o, &p, err, sizeof err), 0);
-    ck_assert_int_eq(vpool_vol_create(p, "v", VOL, 0), 0);
     vol4k = open_vol(p, "v", 4096);
     vol512 = open_vol(p, "v", 512);
     pthread_t th[NT];
@@ -202,14 +210,8 @@ static void *lr_writer(void *arg)
 START_TEST(t_large_reads)
 {
     struct tdir t;
-    tdir_make(&t, 4);
-    struct vpool_member_spec ms[4];
-    for (int i = 0; i < 4; i++) ms[i] = (struct vpool_member_spec){ t.member[i], MEMBER_SIZE };
     struct vpool_opts o = { .cache_bytes = 16ull << 20 };
-    struct vpool *p;
-    char err[256];
-    ck_assert_int_eq(vpool_create("lr", VPOOL_RAIDZ1, ms, 4, &o, &p, err, sizeof err), 0);
-    ck_assert_int_eq(vpool_vol_create(p, "v", LR_VOL, 0), 0);
+    struct vpool *p = raidz4_with_vol(&t, "lr", &o, LR_VOL);
     nasd_bdev *b4 = open_vol(p, "v", 4096), *b512 = open_vol(p, "v", 512);
     write_pattern(b4, 0, LR_HOLE0, 7, 0);
     write_pattern(b4, LR_HOLE0 + (1u << 20), LR_DIRTY0 - LR_HOLE0 - (1u << 20), 7, 0);
