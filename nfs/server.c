@@ -14,6 +14,7 @@
 #include <linux/capability.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,12 @@
 #define CONN_RESUME_INFLIGHT 128
 #define OUT_PAUSE_BYTES (8u << 20)    /* stop reading calls while this much output is queued */
 #define NFS_ACCEPT_BACKOFF_MS 100
+/* The leader polls the network this long before it sleeps in epoll_wait: the next call of
+ * a client with one call at a time then finds it awake, instead of waiting for a thread,
+ * and on a VM for a halted vCPU, to be woken. 4 A/B pairs on 2 cores: QD1 GETATTR, LOOKUP,
+ * CREATE, WRITE 32 KiB and READ 128 KiB p50 5-9 us (10-18 %) lower with 50 us. It yields
+ * the CPU on every empty poll, so a runnable thread is not held back by it. */
+#define NFS_LEADER_SPIN_NS 50000ull
 /* A client that sends calls but does not read replies is dropped once this much output
  * is queued for it, or, while all connections together hold OUT_TOTAL_MAX_BYTES, once it
  * has more than OUT_FAIR_BYTES queued (so a client that reads is never the one dropped).
@@ -335,7 +342,22 @@ static int proc_is_quick(int64_t proc)
     return (proc >= 0 && proc <= 1) || (proc >= 3 && proc <= 5) || (proc >= 18 && proc <= 20);
 }
 
-static int call_is_quick(const struct nfs_req *r) { return proc_is_quick(nfs3_proc_of(r)); }
+
+/* Calls the leader runs itself and then goes on leading: the quick ones, and READ and
+ * WRITE while no other call is queued or running (a client with one call at a time).
+ * Waking a follower to take the network loop, only for it to sleep in epoll_wait again,
+ * cost a 32 KiB WRITE 10-20 % of its latency on 2 cores (4 A/B pairs: p50 55-67 vs 63-76
+ * us). A call arriving meanwhile waits at most for this one READ or WRITE. */
+static int leader_runs(struct nfs_server *s, const struct nfs_req *r)
+{
+    int64_t proc = nfs3_proc_of(r);
+    if (proc_is_quick(proc)) return 1;
+    if (proc != 6 && proc != 7) return 0;
+    pthread_mutex_lock(&s->qlock);
+    int alone = !s->qhead && s->qidle == s->nworkers - 1;
+    pthread_mutex_unlock(&s->qlock);
+    return alone;
+}
 
 /* Calls that may share a worker and a send with the calls next to them: the quick ones
  * and READ (page-cache speed; a slow call would hold back the replies corked before it). */
@@ -384,8 +406,7 @@ static void *worker_main(void *arg)
         if (!s->leading && !s->net_failed) {
             s->leading = 1;
             pthread_mutex_unlock(&s->qlock);
-            /* quick calls are run by the leader itself, which then goes on leading */
-            while ((r = net_lead(s, w)) && call_is_quick(r)) run_request(w, r);
+            while ((r = net_lead(s, w)) && leader_runs(s, r)) run_request(w, r);
             pthread_mutex_lock(&s->qlock);
             s->leading = 0;
             int wake = s->qidle > 0;
@@ -587,7 +608,11 @@ static struct nfs_req *net_lead(struct nfs_server *s, struct nfs_worker *w)
     struct epoll_event evs[64];
     struct nfs_req *keep = NULL;
     while (!keep) {
-        int n = epoll_wait(s->epfd, evs, 64, s->accept_resume_ns ? NFS_ACCEPT_BACKOFF_MS : 1000);
+        int n = 0;
+        uint64_t until = nasd_now_ns() + NFS_LEADER_SPIN_NS;
+        while ((n = epoll_wait(s->epfd, evs, 64, 0)) == 0 && nasd_now_ns() < until) sched_yield();
+        w->cpu_mark = nasd_thread_cpu_ns();   /* the spin is nobody's call */
+        if (n == 0) n = epoll_wait(s->epfd, evs, 64, s->accept_resume_ns ? NFS_ACCEPT_BACKOFF_MS : 1000);
         if (n < 0 && errno != EINTR) {
             log_err("nfs: epoll_wait: %s", strerror(errno));
             s->net_failed = 1;
