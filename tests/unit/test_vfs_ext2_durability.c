@@ -10,16 +10,33 @@
 #include "util/log.h"
 
 
-/* A bdev without unmap over a file full of garbage: format must zero what it relies on. */
-struct no_unmap { nasd_bdev b; nasd_bdev *inner; };
+/* A bdev without unmap over another (a file full of garbage: format must zero what it
+ * relies on); it counts flushes. */
+struct no_unmap { nasd_bdev b; nasd_bdev *inner; atomic_int flushes; };
 static int nu_read(nasd_bdev *b, void *buf, uint64_t off, size_t len)
 { return nasd_bdev_read(((struct no_unmap *)b)->inner, buf, off, len); }
 static int nu_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int flags)
 { return nasd_bdev_write(((struct no_unmap *)b)->inner, buf, off, len, flags); }
-static int nu_flush(nasd_bdev *b) { return nasd_bdev_flush(((struct no_unmap *)b)->inner); }
+static int nu_flush(nasd_bdev *b)
+{
+    atomic_fetch_add(&((struct no_unmap *)b)->flushes, 1);
+    return nasd_bdev_flush(((struct no_unmap *)b)->inner);
+}
 static void nu_destroy(nasd_bdev *b) { nasd_bdev_put(((struct no_unmap *)b)->inner); free(b); }
 static const struct nasd_bdev_ops no_unmap_ops = { .read = nu_read, .write = nu_write, .flush = nu_flush,
                                                    .destroy = nu_destroy };
+
+static struct no_unmap *no_unmap_over(nasd_bdev *inner, uint64_t size)
+{
+    struct no_unmap *nu = calloc(1, sizeof *nu);
+    nu->b.ops = &no_unmap_ops;
+    nu->b.size = size;
+    nu->b.block_size = 4096;
+    snprintf(nu->b.name, sizeof nu->b.name, "nounmap");
+    atomic_init(&nu->b.refs, 1);
+    nu->inner = inner;
+    return nu;
+}
 
 START_TEST(format_over_garbage_without_unmap)
 {
@@ -30,13 +47,7 @@ START_TEST(format_over_garbage_without_unmap)
     for (uint64_t off = 0; off < size; off += 1 << 20)
         ck_assert_int_eq(nasd_bdev_write(inner, junk, off, 1 << 20, 0), 0);
     free(junk);
-    struct no_unmap *nu = calloc(1, sizeof *nu);
-    nu->b.ops = &no_unmap_ops;
-    nu->b.size = size;
-    nu->b.block_size = 4096;
-    snprintf(nu->b.name, sizeof nu->b.name, "nounmap");
-    atomic_init(&nu->b.refs, 1);
-    nu->inner = inner;
+    struct no_unmap *nu = no_unmap_over(inner, size);
     ck_assert_int_eq(nasd_ext2_format(&nu->b, "junk"), 0);
     struct nasd_fsroot *f = open_fs(&nu->b);
     make_tree_small(f);
@@ -46,6 +57,36 @@ START_TEST(format_over_garbage_without_unmap)
 }
 END_TEST
 
+/* A small write + fsync (NFS WRITE + COMMIT) is one commit with one device flush: the
+ * superblock goes into the same atomic transaction as the rest, and the data, written
+ * before, is covered by that flush too. ext2fs_flush2(fs, 0) had flushed twice. */
+START_TEST(one_flush_per_commit)
+{
+    uint64_t size = 96ull << 20;
+    struct no_unmap *nu = no_unmap_over(file_dev(devpath, size), size);
+    ck_assert_int_eq(nasd_ext2_format(&nu->b, "one"), 0);
+    struct nasd_fsroot *f = open_fs(&nu->b);
+    nasd_ext2_set_commit_interval(f, 0);
+    int fd = creat_file(f, R(f), "f");
+    char buf[32768];
+    memset(buf, 'x', sizeof buf);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(V(f)->pwrite(f, fd, buf, sizeof buf, (off_t)i * (off_t)sizeof buf), (ssize_t)sizeof buf);
+        int before = atomic_load(&nu->flushes);
+        ck_assert_int_eq(V(f)->fsync(f, fd, 1), 0);
+        int flushes = atomic_load(&nu->flushes) - before;
+        ck_assert_int_eq(flushes, 1);
+    }
+    nasd_fsroot_put(f);
+    f = open_fs(&nu->b);   /* what the commits made durable reads back */
+    struct stat st;
+    ck_assert_int_eq(V(f)->fstatat(f, R(f), "f", &st, 0), 0);
+    ck_assert_int_eq(st.st_size, 20 * (off_t)sizeof buf);
+    nasd_fsroot_put(f);
+    nasd_bdev_put(&nu->b);
+    ck_assert_int_eq(fsck(devpath), 0);
+}
+END_TEST
 
 /* A tiny filesystem: running out of blocks or inodes gives -ENOSPC (partial writes report
  * what made it), failed creations leave nothing behind, and deleting frees the space. */
@@ -441,6 +482,7 @@ static Suite *make_suite(void)
     tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, format_over_garbage_without_unmap);
+    tcase_add_test(tc, one_flush_per_commit);
     tcase_add_test(tc, enospc);
     tcase_add_test(tc, persistence);
     tcase_add_test(tc, aligned_writes_commit_bitmaps);
