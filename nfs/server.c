@@ -1,8 +1,10 @@
 /* NFS service lifecycle, network loop and worker pool (leader/follower).
  * One worker at a time, the leader, runs the epoll loop: it reassembles RPC records,
  * keeps the first call it read for itself, queues the rest, hands the loop to an idle
- * worker and runs its call. A client with one call in flight thus costs one wakeup per
- * call and no hand-off between threads. Workers decode, execute and send replies
+ * worker and runs its call. Quick metadata calls, and a READ or WRITE while nothing else
+ * is about, it runs without handing the loop over, and it polls briefly before it sleeps:
+ * a client with one call in flight costs no thread wakeup and no hand-off on the server
+ * side. Workers decode, execute and send replies
  * directly (one send per reply, under a per-connection lock), so many calls per
  * connection are in flight at once. */
 #define _GNU_SOURCE
