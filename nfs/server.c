@@ -344,7 +344,6 @@ static int proc_is_quick(int64_t proc)
     return (proc >= 0 && proc <= 1) || (proc >= 3 && proc <= 5) || (proc >= 18 && proc <= 20);
 }
 
-
 /* Calls the leader runs itself and then goes on leading: the quick ones, and READ and
  * WRITE while no other call is queued or running (a client with one call at a time).
  * Waking a follower to take the network loop, only for it to sleep in epoll_wait again,
