@@ -609,11 +609,13 @@ static struct nfs_req *net_lead(struct nfs_server *s, struct nfs_worker *w)
     struct epoll_event evs[64];
     struct nfs_req *keep = NULL;
     while (!keep) {
-        int n = 0;
-        uint64_t until = nasd_now_ns() + NFS_LEADER_SPIN_NS;
-        while ((n = epoll_wait(s->epfd, evs, 64, 0)) == 0 && nasd_now_ns() < until) sched_yield();
-        w->cpu_mark = nasd_thread_cpu_ns();   /* the spin is nobody's call */
-        if (n == 0) n = epoll_wait(s->epfd, evs, 64, s->accept_resume_ns ? NFS_ACCEPT_BACKOFF_MS : 1000);
+        int n = epoll_wait(s->epfd, evs, 64, 0);
+        if (n == 0) {   /* idle: poll a little, then sleep */
+            uint64_t until = nasd_now_ns() + NFS_LEADER_SPIN_NS;
+            while ((n = epoll_wait(s->epfd, evs, 64, 0)) == 0 && nasd_now_ns() < until) sched_yield();
+            if (n == 0) n = epoll_wait(s->epfd, evs, 64, s->accept_resume_ns ? NFS_ACCEPT_BACKOFF_MS : 1000);
+            w->cpu_mark = nasd_thread_cpu_ns();   /* the poll is nobody's call */
+        }
         if (n < 0 && errno != EINTR) {
             log_err("nfs: epoll_wait: %s", strerror(errno));
             s->net_failed = 1;
