@@ -387,6 +387,16 @@ static int arena_fit(uint8_t **arena, size_t *cap, size_t need)
     return 0;
 }
 
+/* A rare huge batch does not keep its arena (random write-back commits of the default
+ * cache take up to 64 MiB). */
+static void arena_trim(uint8_t **arena, size_t *cap)
+{
+    if (*cap <= (64u << 20)) return;
+    free(*arena);
+    *arena = NULL;
+    *cap = 0;
+}
+
 static struct pre_read *prefetch_rows(struct vpool *p, const struct vp_wsect *ws, size_t n, size_t *ngroups)
 {
     size_t ng = 0, cap = 64;
@@ -531,9 +541,7 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
         i = j;
     }
     free(pre);
-    /* a rare huge batch does not keep its arenas (random write-back commits of the
-     * default cache take up to 64 MiB) */
-    if (p->rarena_cap > (64u << 20)) { free(p->rarena); p->rarena = NULL; p->rarena_cap = 0; }
+    arena_trim(&p->rarena, &p->rarena_cap);
     if (a.oom) {   /* nothing queued was written: publish nothing, the commit fails */
         lock_rows(p, ws, n, held, false);
         rc = -ENOMEM;
@@ -557,7 +565,7 @@ int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
     }
     lock_rows(p, ws, n, held, false);
 out:
-    if (p->parena_cap > (64u << 20)) { free(p->parena); p->parena = NULL; p->parena_cap = 0; }   /* all written */
+    arena_trim(&p->parena, &p->parena_cap);   /* all written */
     for (int m = 0; m < VP_MAXM; m++) free(a.q[m].e);
     for (int c = 0; c < ncols; c++) free(a.col[c]);
     free(a.tmp); free(a.dpar);
