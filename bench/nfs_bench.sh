@@ -12,15 +12,20 @@
 # A third run serves a dataset on nasd's pool engine (ext2 in a pool volume on a 4 GiB
 # sparse member file, what the daemon's datasets are) to show what the engine costs.
 # NFS_BENCH_SERVERS (default "dir engine ganesha") picks the runs. Ganesha runs under
-# flock /tmp/nasd-ref-servers.lock (one reference server on the machine at a time) and is
-# stopped before the lock is released.
+# flock /tmp/nasd-ref-servers.lock (one reference server on the machine at a time, held
+# for the whole bench) and is stopped before the lock is released.
+# NFS_BENCH_ROUNDS (default 3): the servers run in interleaved rounds (each round starts
+# with the next server), and every row is the median over the rounds. The host under
+# this VM changes how fast a vCPU runs for minutes at a time (bench/cpu_probe, printed
+# before every run), so one run per server measured the machine as much as the server.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/integration/lib.sh   # free_port
 B=${B:-build}
 BENCH=$B/bench/nfs_bench
 SERVE=$B/tools/nfs_serve
-for b in "$BENCH" "$SERVE"; do [ -x "$b" ] || { echo "missing $b (make all)"; exit 1; }; done
+PROBE=$B/bench/cpu_probe
+for b in "$BENCH" "$SERVE" "$PROBE"; do [ -x "$b" ] || { echo "missing $b (make all)"; exit 1; }; done
 
 WORK=$(mktemp -d "${NFS_BENCH_DIR:-/tmp}/nfsbench.XXXXXX")
 FSMODE=${NFS_BENCH_FS:-loop}
@@ -64,7 +69,7 @@ group_args() { [ "$1" = all ] || echo "--phases $1"; }
 
 # Before each group: every earlier run's dirty pages written back, so no run pays for
 # another's writeback.
-settle() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; sleep 1; }
+settle() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; sleep 1; echo "   cpu probe (ms): $("$PROBE" | tr "\n" " ")"; }
 
 # One group against a fresh nfs_serve: serve_group LABEL NAME GROUP SERVE_ARGS... -- BENCH_ARGS...
 # ($WORK/NAME.out/.log/.res hold its output, log and results).
@@ -80,14 +85,15 @@ serve_group() {
     PIDS+=("$pid")
     for _ in $(seq 200); do grep -q '^ready' "$WORK/$name.out" && break; sleep 0.05; done
     # shellcheck disable=SC2046
-    "$BENCH" --server 127.0.0.1 --export /export --nfsport "$NP" --mountport "$MP" --label "$label" $(group_args "$g") "$@" | tee -a "$WORK/$name.res"
+    "$BENCH" --server 127.0.0.1 --export /export --nfsport "$NP" --mountport "$MP" --label "$label" $(group_args "$g") "$@" | tee -a "$WORK/$name.r$ROUND.res"
     kill "$pid"; wait "$pid" 2>/dev/null
 }
 
 run_ours() {
-    make_export_dir ours
-    for g in $GROUPS_; do serve_group nasd ours "$g" --dir "$WORK/ours" -- "$@"; done
-    [ "$FSMODE" = loop ] && umount "$WORK/ours"   # nothing of it runs on during the next server's runs
+    local d=ours$ROUND
+    make_export_dir $d
+    for g in $GROUPS_; do serve_group nasd ours "$g" --dir "$WORK/$d" -- "$@"; done
+    [ "$FSMODE" = loop ] && umount "$WORK/$d" && rm -f "$WORK/$d.img"   # nothing of it runs on during the next server's runs
 }
 
 run_engine() {
@@ -106,7 +112,8 @@ run_ganesha() {
         echo "nfs-ganesha not installed (apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind)"; return 1
     fi
     if ss -ltn | grep -qE ':(2049|20048) '; then echo "ports 2049/20048 busy; skipping ganesha"; return 1; fi
-    make_export_dir groot
+    local d=groot$ROUND
+    make_export_dir $d
     if ! ss -ltn | grep -q ':111 '; then
         rpcbind -w -f &
         PIDS+=("$!")
@@ -114,7 +121,7 @@ run_ganesha() {
     fi
     cat > "$WORK/g.conf" <<X
 NFS_CORE_PARAM { Protocols = 3; NFS_Port = 2049; MNT_Port = 20048; Bind_addr = 127.0.0.1; Enable_NLM = false; Enable_RQUOTA = false; }
-EXPORT { Export_Id = 1; Path = $WORK/groot; Pseudo = /groot; Access_Type = RW; Squash = No_Root_Squash;
+EXPORT { Export_Id = 1; Path = $WORK/$d; Pseudo = /groot; Access_Type = RW; Squash = No_Root_Squash;
          Protocols = 3; Transports = TCP; SecType = sys; FSAL { Name = VFS; } }
 LOG { Default_Log_Level = WARN; }
 X
@@ -125,7 +132,7 @@ X
         for _ in $(seq 100); do ss -ltn | grep -q ':20048 ' && ss -ltn | grep -q ':2049 ' && break; sleep 0.2; done
         sleep 1
         # shellcheck disable=SC2046
-        "$BENCH" --server 127.0.0.1 --export "$WORK/groot" --nfsport 2049 --mountport 20048 --label ganesha $(group_args "$g") "$@" | tee -a "$WORK/g.res"
+        "$BENCH" --server 127.0.0.1 --export "$WORK/$d" --nfsport 2049 --mountport 20048 --label ganesha $(group_args "$g") "$@" | tee -a "$WORK/g.r$ROUND.res"
         kill "$(cat "$WORK/g.pid")" 2>/dev/null
         wait "$gpid" 2>/dev/null
         for _ in $(seq 50); do ss -ltn | grep -qE ':(2049|20048) ' || break; sleep 0.2; done
@@ -133,47 +140,72 @@ X
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
     rm -f "$WORK/g.pid"
     PIDS=()
+    [ "$FSMODE" = loop ] && umount "$WORK/$d" && rm -f "$WORK/$d.img"
 }
 
 SERVERS=${NFS_BENCH_SERVERS:-dir engine ganesha}
-if [[ " $SERVERS " == *" dir "* ]]; then
-    echo "== nasd NFS service"
+ROUNDS=${NFS_BENCH_ROUNDS:-3}
+read -r -a ORDER <<< "$SERVERS"
+if [[ " $SERVERS " == *" ganesha "* ]]; then
+    echo "== waiting for /tmp/nasd-ref-servers.lock (ganesha)"
+    exec 9> /tmp/nasd-ref-servers.lock
+    flock 9
+fi
+# one server's run in round $ROUND
+run_server() {
+    local start rc=0
     start=$(date +%s)
-    run_ours "$@" || exit 1
+    case "$1" in
+    dir) echo "== round $ROUND: nasd NFS service"; run_ours "${@:2}" || rc=1 ;;
+    engine) echo "== round $ROUND: nasd NFS service on a pool-engine dataset"; run_engine "${@:2}" ;;
+    ganesha) echo "== round $ROUND: nfs-ganesha"; run_ganesha "${@:2}" ;;
+    *) echo "unknown server $1"; rc=1 ;;
+    esac
     echo "   (took $(( $(date +%s) - start )) s)"
-    if [ "$PAUSE" -gt 0 ]; then
+    if [ "$1" = dir ] && [ "$PAUSE" -gt 0 ]; then
         echo "   (pausing ${PAUSE}s so both servers start from the same allocator state)"
         sleep "$PAUSE"
     fi
-fi
-if [[ " $SERVERS " == *" engine "* ]]; then
-    echo "== nasd NFS service on a pool-engine dataset"
-    start=$(date +%s)
-    run_engine "$@"
-    echo "   (took $(( $(date +%s) - start )) s)"
-fi
-if [[ " $SERVERS " == *" ganesha "* ]]; then
-    echo "== nfs-ganesha (waiting for /tmp/nasd-ref-servers.lock)"
-    exec 9> /tmp/nasd-ref-servers.lock
-    flock 9
-    start=$(date +%s)
-    run_ganesha "$@"
-    echo "   (took $(( $(date +%s) - start )) s)"
-    flock -u 9
-fi
+    return $rc
+}
+for ROUND in $(seq "$ROUNDS"); do
+    n=${#ORDER[@]}
+    for k in $(seq 0 $((n - 1))); do
+        run_server "${ORDER[$(( (k + ROUND - 1) % n ))]}" "$@" || exit 1
+    done
+done
+[[ " $SERVERS " == *" ganesha "* ]] && flock -u 9
 
-# value of metric $1 in result file $2
-val() { awk -v m="$1" '$3 == m {print $4}' "$2" 2>/dev/null; }
-# ratio $1/$2 or n/a
-ratio() { if [ -n "$1" ] && [ -n "$2" ] && [ "$2" != 0 ]; then printf '%.2fx' "$(echo "$1 / $2" | bc -l)"; else echo n/a; fi; }
+# median over the rounds of metric $1 in result files $WORK/$2.r*.res
+val() {
+    cat "$WORK/$2".r*.res 2>/dev/null | awk -v m="$1" '$3 == m {print $4}' | sort -g |
+        awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'
+}
+# how many times better than ganesha: $1 nasd, $2 ganesha, $3 metric (latency: ganesha/nasd)
+better() {
+    [ -n "$1" ] && [ -n "$2" ] || return
+    if [[ "$3" == *_us ]]; then awk -v a="$2" -v b="$1" 'BEGIN {if (b > 0) printf "%.2f", a / b}'
+    else awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b}'; fi
+}
+# lowest-highest of the per-round ratios of metric $1 for result name $2 (each round's runs are neighbours in time)
+spread() {
+    local k r all=()
+    for k in $(seq "$ROUNDS"); do
+        r=$(better "$(awk -v m="$1" '$3 == m {print $4}' "$WORK/$2.r$k.res" 2>/dev/null)" \
+                   "$(awk -v m="$1" '$3 == m {print $4}' "$WORK/g.r$k.res" 2>/dev/null)" "$1")
+        [ -n "$r" ] && all+=("$r")
+    done
+    [ ${#all[@]} -gt 0 ] && printf '%s\n' "${all[@]}" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {print lo "-" hi}'
+}
+ratio() { local r; r=$(better "$1" "$2" "$3"); [ -n "$r" ] && echo "${r}x" || echo n/a; }
 
-echo "== comparison, ratio = how many times better than ganesha (throughput: nasd/ganesha;"
-echo "   latency in us: ganesha/nasd), nasd on ext4 (dir) and on its pool engine"
-printf '%-26s %10s %10s %8s %10s %8s\n' metric ganesha nasd-dir ratio engine ratio
+echo "== comparison: medians of $ROUNDS rounds; ratio = how many times better than ganesha"
+echo "   (throughput: nasd/ganesha; latency in us: ganesha/nasd), nasd on ext4 (dir) and on its"
+echo "   pool engine; 'rounds' = lowest-highest ratio of a single round"
+printf '%-26s %10s %10s %7s %11s %10s %7s %11s\n' metric ganesha nasd-dir ratio rounds engine ratio rounds
 metrics=$(awk '$1 == "RESULT" {print $3}' "$WORK"/*.res 2>/dev/null | awk '!seen[$0]++')
 for m in $metrics; do
-    g=$(val "$m" "$WORK/g.res"); a=$(val "$m" "$WORK/ours.res"); e=$(val "$m" "$WORK/engine.res")
-    if [[ "$m" == *_us ]]; then ra=$(ratio "$g" "$a"); re=$(ratio "$g" "$e")
-    else ra=$(ratio "$a" "$g"); re=$(ratio "$e" "$g"); fi
-    printf '%-26s %10s %10s %8s %10s %8s\n' "$m" "${g:-n/a}" "${a:-n/a}" "$ra" "${e:-n/a}" "$re"
+    g=$(val "$m" g); a=$(val "$m" ours); e=$(val "$m" engine)
+    printf '%-26s %10s %10s %7s %11s %10s %7s %11s\n' "$m" "${g:-n/a}" "${a:-n/a}" "$(ratio "$a" "$g" "$m")" \
+        "$(spread "$m" ours)" "${e:-n/a}" "$(ratio "$e" "$g" "$m")" "$(spread "$m" engine)"
 done
