@@ -29,6 +29,12 @@ int vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_o
     return 0;
 }
 
+/* The lowest free unit: au_cursor is kept at or below it (vp_au_set lowers it on every
+ * free). Reusing freed units first keeps sparse member files as small as the data, and
+ * writes land where the members' pages are already cached. After a 1 GiB file was deleted
+ * from a dataset, next-fit sent the next writes to new member regions: NFS QD1 WRITE 32 KiB
+ * p50 92-104 us against 45 us with reuse (bench-nfs, 3 runs each). New page-cache pages
+ * cost more on this VM, which hands freed memory back to its host. */
 int vp_alloc_take(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t *au_out)
 {
     uint64_t au = p->n_au;

@@ -170,7 +170,7 @@ struct vpool {
     pthread_mutex_t snap_mu;      /* serialises snapshot/clone/rollback/volume destroy */
 
     pthread_mutex_t alloc_lock;
-    uint64_t au_cursor, au_used;
+    uint64_t au_cursor, au_used;  /* au_cursor: every unit below it is in use */
     uint64_t thick_unalloc;       /* AUs thick volumes may still claim (alloc_lock) */
 
     pthread_mutex_t pend_lock;    /* metadata deltas not yet in the journal */

@@ -48,6 +48,7 @@ void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext)
 {
     p->au[au] = (struct vp_au){ .vol_id = vol_id, .vol_ext = vol_ext };
+    if (!vol_id && au < p->au_cursor) p->au_cursor = au;   /* lowest free first (vp_alloc_take) */
     atomic_store(&p->meta_dirty[au_pg0(p) + au / vp_au_per_pg(p)], 1);
 }
 

@@ -377,6 +377,45 @@ START_TEST(t_unmap_frees)
 }
 END_TEST
 
+static uint64_t unit_of(struct vpool *p, uint64_t off)
+{
+    int m; uint64_t moff, ps;
+    ck_assert_int_eq(vp_debug_locate(p, "v", off, &m, &moff, &ps), 0);
+    return ps / VP_AU_SECT;
+}
+
+/* Freed units are taken again before never-used ones, also after an import: sparse
+ * members stay as large as the data, and writes land where member pages are cached. */
+START_TEST(t_freed_units_reused_first)
+{
+    struct tdir t;
+    tdir_make(&t, 3);
+    struct vpool *p = pool_with_data(&t, VPOOL_RAIDZ1, 3, 16ull << 20, 8ull << 20, 61);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    uint64_t was[3];
+    for (int e = 0; e < 3; e++) was[e] = unit_of(p, (uint64_t)(e + 1) << 20);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 1ull << 20, 3ull << 20), 0);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    write_pattern(b, 8ull << 20, 3ull << 20, 62, 1);   /* three new extents */
+    for (int e = 0; e < 3; e++) ck_assert_uint_eq(unit_of(p, (uint64_t)(e + 8) << 20), was[e]);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    p = import_pool(&t, 3, -1);
+    b = open_vol(p, "v", 4096);
+    uint64_t first = unit_of(p, 0);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 0, 1ull << 20), 0);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    write_pattern(b, 11ull << 20, 1ull << 20, 63, 1);
+    ck_assert_uint_eq(unit_of(p, 11ull << 20), first);
+    check_pattern(b, 8ull << 20, 3ull << 20, 62);
+    check_pattern(b, 4ull << 20, 4ull << 20, 61);
+    check_pattern(b, 11ull << 20, 1ull << 20, 63);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 START_TEST(t_lz4_roundtrip)
 {
     struct tdir t;
@@ -736,6 +775,7 @@ Suite *vpool_suite(void)
     tcase_add_test(tc, t_mirror_missing);
     tcase_add_test(tc, t_offline_online);
     tcase_add_test(tc, t_unmap_frees);
+    tcase_add_test(tc, t_freed_units_reused_first);
     tcase_add_test(tc, t_lz4_roundtrip);
     tcase_add_test(tc, t_resize_and_list);
     tcase_add_test(tc, t_thin_enospc);
