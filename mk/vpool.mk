@@ -2,5 +2,8 @@
 # VPOOL_BENCH_ARGS e.g. "-d /var/tmp -s 1024 -t 5 -j 8 -w 2048".
 .PHONY: bench-vpool
 BENCHES += bench-vpool
-bench-vpool: $(B)/bench/vpool_bench
+# The CPU probe before and after (bench/cpu_probe.c): how fast each vCPU ran meanwhile.
+bench-vpool: $(B)/bench/vpool_bench $(B)/bench/cpu_probe
+	@echo "cpu probe before (ms):" $$($(B)/bench/cpu_probe)
 	$(B)/bench/vpool_bench $(VPOOL_BENCH_ARGS)
+	@echo "cpu probe after (ms):" $$($(B)/bench/cpu_probe)
