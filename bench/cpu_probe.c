@@ -1,8 +1,8 @@
 /* cpu_probe: how fast each CPU runs a fixed integer loop right now, in ms, one line
  * "cpuN MS" per online CPU (pinned there). The benchmarks print it next to their
- * results: on this VM one vCPU ran the same loop 1.75x slower than the other for
- * minutes at a time (a busy neighbour on the host core), which moves a latency row
- * by as much as any code change.
+ * results: on this VM one vCPU once ran the same loop 1.75x slower than the other
+ * (equally fast minutes later; the host's other load, most likely), which moves a
+ * latency row by as much as any code change.
  *   cpu_probe [MILLION_ITERATIONS, default 40] */
 #define _GNU_SOURCE
 #include <sched.h>

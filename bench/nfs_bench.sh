@@ -62,7 +62,7 @@ make_export_dir() {
 # Each phase group runs against a freshly started server: in full runs ganesha stopped
 # answering after its create/remove phase (2 of 2 runs on 2026-12-03), which then cost
 # it every later row. NFS_BENCH_GROUPS (default "meta data,qd1,mc") sets the groups;
-# an explicit --phases argument runs as one group. Results go to one .res file per run.
+# an explicit --phases argument runs as one group. Results go to one .res file per server and round.
 GROUPS_=${NFS_BENCH_GROUPS:-meta data,qd1,mc}
 for a in "$@"; do case "$a" in --phases*) GROUPS_=all ;; esac; done
 group_args() { [ "$1" = all ] || echo "--phases $1"; }
@@ -93,7 +93,9 @@ run_ours() {
     local d=ours$ROUND
     make_export_dir $d
     for g in $GROUPS_; do serve_group nasd ours "$g" --dir "$WORK/$d" -- "$@"; done
-    [ "$FSMODE" = loop ] && umount "$WORK/$d" && rm -f "$WORK/$d.img"   # nothing of it runs on during the next server's runs
+    if [ "$FSMODE" = loop ]; then   # nothing of it runs on during the next server's runs
+        umount "$WORK/$d" && rm -f "$WORK/$d.img"
+    fi
 }
 
 run_engine() {
@@ -140,7 +142,7 @@ X
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
     rm -f "$WORK/g.pid"
     PIDS=()
-    [ "$FSMODE" = loop ] && umount "$WORK/$d" && rm -f "$WORK/$d.img"
+    if [ "$FSMODE" = loop ]; then umount "$WORK/$d" && rm -f "$WORK/$d.img"; fi
 }
 
 SERVERS=${NFS_BENCH_SERVERS:-dir engine ganesha}
