@@ -140,6 +140,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     if (!rc && getrandom(p->uuid, 16, 0) != 16) rc = -EIO;
     if (!rc && (rc = vp_geometry(p, msize)))
         vp_set_err(err, errlen, "members too small (smallest %llu bytes, need >= 16 MiB)", (unsigned long long)msize);
+    for (int i = 0; i < n && !rc; i++) vp_journal_fill(p, p->m[i].fd, p->m[i].path);
     if (!rc && (rc = vp_meta_alloc(p))) vp_set_err(err, errlen, "out of memory for metadata");
     if (!rc) rc = pool_start(p, o);
     if (!rc) {
@@ -254,6 +255,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
         rc = -ENXIO;
         goto fail_p;
     }
+    for (int i = 0; i < p->n; i++) vp_journal_fill(p, p->m[i].fd, p->m[i].path);   /* pools made before it */
     if ((rc = vp_meta_alloc(p))) goto fail_p;
     if ((rc = vp_meta_load(p, good, err, errlen))) goto fail_p;
     if ((rc = pool_start(p, o))) goto fail_p;
@@ -409,6 +411,7 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
     if (fd < 0) return fd;
     if (size < p->member_size) { close(fd); return -ENOSPC; }
     if (p->layout == VPOOL_STRIPE) { close(fd); return -ENOTSUP; }   /* no redundancy to rebuild from */
+    vp_journal_fill(p, fd, new_path);
     vp_bg_stop(p);
     pthread_mutex_lock(&p->commit_lock);
     int rc = vp_commit(p);

@@ -398,6 +398,7 @@ bool vp_row_live(struct vpool *p, uint64_t row);
 
 /* ---- journal / commit (vpool_journal.c) ---- */
 void vp_pend_add(struct vpool *p, const struct vp_rec *r);
+void vp_journal_fill(struct vpool *p, int fd, const char *path);   /* holes of a member's journal region: zeros */
 int  vp_commit(struct vpool *p);              /* commit_lock held; durable */
 /* durable=false (write-back under memory pressure): the data goes in place but is
  * only made durable by the next durable commit or checkpoint. commit_lock held. */

@@ -17,6 +17,7 @@
 #include "util/log.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -32,6 +33,43 @@ struct jhdr {
     uint32_t nrec, hdr_pages, data_pages, pad;
     uint64_t csum;     /* XXH3-64 (seed seq) of the whole batch with csum = 0 */
 };
+
+/* Writes zeros into the holes of a member file's journal region, and only there, so what
+ * the region holds stays the same (safe before replay). A synchronous journal write into
+ * a hole makes the host file system allocate blocks and commit its own journal as well:
+ * 72 KiB RWF_DSYNC writes took 245-256 us into holes and 181 us into written blocks here,
+ * and every write of the first pass through the journal (up to 256 MiB) paid that. Best
+ * effort: block devices have no holes, and a failure costs only that speed. */
+void vp_journal_fill(struct vpool *p, int fd, const char *path)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) return;
+    uint64_t pos = VP_JOURNAL_OFF, end = VP_JOURNAL_OFF + p->jnl_size, zlen = 1u << 20;
+    uint8_t *z = NULL;
+    bool wrote = false;
+    int err = 0;
+    while (pos < end && !err) {
+        off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
+        if (h < 0 || (uint64_t)h >= end) break;
+        off_t d = lseek(fd, h, SEEK_DATA);   /* ENXIO: no data after the hole */
+        uint64_t hend = d < 0 || (uint64_t)d > end ? end : (uint64_t)d;
+        if (!z) {
+            if (posix_memalign((void **)&z, 4096, zlen)) { z = NULL; err = ENOMEM; break; }
+            memset(z, 0, zlen);
+        }
+        for (uint64_t o = (uint64_t)h; o < hend && !err;) {
+            size_t n = hend - o < zlen ? (size_t)(hend - o) : (size_t)zlen;
+            if (pwrite(fd, z, n, (off_t)o) != (ssize_t)n) err = errno ? errno : EIO;
+            o += n;
+            wrote = true;
+        }
+        pos = hend;
+    }
+    if (wrote && !err && fdatasync(fd)) err = errno;
+    if (err) log_warn("vpool %s: %s: journal region not preallocated (%s); sync writes will be slower", p->name, path,
+                      strerror(err));
+    free(z);
+}
 
 void vp_pend_add(struct vpool *p, const struct vp_rec *r)
 {

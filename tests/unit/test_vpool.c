@@ -14,40 +14,6 @@
 #include "tests/unit/test_vpool_util.h"
 #include <xxhash.h>
 
-static void create_pool(struct tdir *t, enum vpool_layout l, int n, struct vpool **p)
-{
-    struct vpool_member_spec ms[8];
-    for (int i = 0; i < n; i++) ms[i] = (struct vpool_member_spec){ t->member[i], MEMBER_SIZE };
-    char err[256] = "";
-    int rc = vpool_create("tank", l, ms, n, NULL, p, err, sizeof err);
-    ck_assert_msg(rc == 0, "create: %d %s", rc, err);
-}
-
-/* A pool with volume "v" whose first data_len bytes hold pattern seed, flushed. */
-static struct vpool *pool_with_data(struct tdir *t, enum vpool_layout l, int n, uint64_t vol_size,
-                                    uint64_t data_len, uint64_t seed)
-{
-    struct vpool *p;
-    create_pool(t, l, n, &p);
-    ck_assert_int_eq(vpool_vol_create(p, "v", vol_size, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, data_len, seed, 1);
-    nasd_bdev_put(b);
-    return p;
-}
-
-static struct vpool *import_pool(struct tdir *t, int n, int skip)
-{
-    const char *paths[8];
-    int k = 0;
-    for (int i = 0; i < n; i++) if (i != skip) paths[k++] = t->member[i];
-    char err[256] = "";
-    struct vpool *p = NULL;
-    int rc = vpool_import(paths, k, NULL, &p, err, sizeof err);
-    ck_assert_msg(rc == 0, "import: %d %s", rc, err);
-    return p;
-}
-
 static void layout_roundtrip(enum vpool_layout l, int n)
 {
     struct tdir t;
@@ -371,45 +337,6 @@ START_TEST(t_unmap_frees)
     check_pattern(b, 0, 1ull << 20, 51);
     check_pattern(b, 4ull << 20, 1ull << 20, 51);
     check_pattern(b, (5ull << 20) + 12288, 4096, 51);
-    nasd_bdev_put(b);
-    vpool_close(p);
-    tdir_remove(&t);
-}
-END_TEST
-
-static uint64_t unit_of(struct vpool *p, uint64_t off)
-{
-    int m; uint64_t moff, ps;
-    ck_assert_int_eq(vp_debug_locate(p, "v", off, &m, &moff, &ps), 0);
-    return ps / VP_AU_SECT;
-}
-
-/* Freed units are taken again before never-used ones, also after an import: sparse
- * members stay as large as the data, and writes land where member pages are cached. */
-START_TEST(t_freed_units_reused_first)
-{
-    struct tdir t;
-    tdir_make(&t, 3);
-    struct vpool *p = pool_with_data(&t, VPOOL_RAIDZ1, 3, 16ull << 20, 8ull << 20, 61);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    uint64_t was[3];
-    for (int e = 0; e < 3; e++) was[e] = unit_of(p, (uint64_t)(e + 1) << 20);
-    ck_assert_int_eq(nasd_bdev_unmap(b, 1ull << 20, 3ull << 20), 0);
-    ck_assert_int_eq(nasd_bdev_flush(b), 0);
-    write_pattern(b, 8ull << 20, 3ull << 20, 62, 1);   /* three new extents */
-    for (int e = 0; e < 3; e++) ck_assert_uint_eq(unit_of(p, (uint64_t)(e + 8) << 20), was[e]);
-    nasd_bdev_put(b);
-    vpool_close(p);
-    p = import_pool(&t, 3, -1);
-    b = open_vol(p, "v", 4096);
-    uint64_t first = unit_of(p, 0);
-    ck_assert_int_eq(nasd_bdev_unmap(b, 0, 1ull << 20), 0);
-    ck_assert_int_eq(nasd_bdev_flush(b), 0);
-    write_pattern(b, 11ull << 20, 1ull << 20, 63, 1);
-    ck_assert_uint_eq(unit_of(p, 11ull << 20), first);
-    check_pattern(b, 8ull << 20, 3ull << 20, 62);
-    check_pattern(b, 4ull << 20, 4ull << 20, 61);
-    check_pattern(b, 11ull << 20, 1ull << 20, 63);
     nasd_bdev_put(b);
     vpool_close(p);
     tdir_remove(&t);
@@ -775,7 +702,6 @@ Suite *vpool_suite(void)
     tcase_add_test(tc, t_mirror_missing);
     tcase_add_test(tc, t_offline_online);
     tcase_add_test(tc, t_unmap_frees);
-    tcase_add_test(tc, t_freed_units_reused_first);
     tcase_add_test(tc, t_lz4_roundtrip);
     tcase_add_test(tc, t_resize_and_list);
     tcase_add_test(tc, t_thin_enospc);

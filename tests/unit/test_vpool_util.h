@@ -109,3 +109,38 @@ static inline void check_pattern_random(nasd_bdev *b, uint64_t base, uint64_t sp
         ck_assert_msg(memcmp(buf, want, 4096) == 0, "random block mismatch at %llu", (unsigned long long)off);
     }
 }
+
+/* Pools of the first n members of t ("tank"), as test_vpool and test_vpool_place use them. */
+static inline void create_pool(struct tdir *t, enum vpool_layout l, int n, struct vpool **p)
+{
+    struct vpool_member_spec ms[8];
+    for (int i = 0; i < n; i++) ms[i] = (struct vpool_member_spec){ t->member[i], MEMBER_SIZE };
+    char err[256] = "";
+    int rc = vpool_create("tank", l, ms, n, NULL, p, err, sizeof err);
+    ck_assert_msg(rc == 0, "create: %d %s", rc, err);
+}
+
+/* A pool with volume "v" whose first data_len bytes hold pattern seed, flushed. */
+static inline struct vpool *pool_with_data(struct tdir *t, enum vpool_layout l, int n, uint64_t vol_size,
+                                           uint64_t data_len, uint64_t seed)
+{
+    struct vpool *p;
+    create_pool(t, l, n, &p);
+    ck_assert_int_eq(vpool_vol_create(p, "v", vol_size, 0), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    write_pattern(b, 0, data_len, seed, 1);
+    nasd_bdev_put(b);
+    return p;
+}
+
+static inline struct vpool *import_pool(struct tdir *t, int n, int skip)
+{
+    const char *paths[8];
+    int k = 0;
+    for (int i = 0; i < n; i++) if (i != skip) paths[k++] = t->member[i];
+    char err[256] = "";
+    struct vpool *p = NULL;
+    int rc = vpool_import(paths, k, NULL, &p, err, sizeof err);
+    ck_assert_msg(rc == 0, "import: %d %s", rc, err);
+    return p;
+}
