@@ -73,16 +73,20 @@ void vp_free_au(struct vpool *p, uint64_t au)
         v->mapped--;
         if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc++;   /* unmapped: reserved again */
     }
+    pthread_mutex_unlock(&p->alloc_lock);
+    /* while the unit still has its owner: once free, a writer may take it at once (lowest
+     * free first), and its new data in the cache must not be dropped here */
+    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) {
+        if (vp_csum_get(p, s)) vp_csum_set(p, s, 0);
+        vc_drop(p->cache, s);
+    }
+    pthread_mutex_lock(&p->alloc_lock);
     vp_au_set(p, au, 0, 0);
     p->au_used--;
     struct vp_rec r = { .type = VP_REC_FREE, .a = au };
     vp_pend_add(p, &r);
     p->frees_pending = true;
     pthread_mutex_unlock(&p->alloc_lock);
-    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) {
-        if (vp_csum_get(p, s)) vp_csum_set(p, s, 0);
-        vc_drop(p->cache, s);
-    }
 }
 
 static void drop_au(struct vpool *p, uint64_t au, const char *why)

@@ -411,7 +411,6 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
     if (fd < 0) return fd;
     if (size < p->member_size) { close(fd); return -ENOSPC; }
     if (p->layout == VPOOL_STRIPE) { close(fd); return -ENOTSUP; }   /* no redundancy to rebuild from */
-    vp_journal_fill(p, fd, new_path);
     vp_bg_stop(p);
     pthread_mutex_lock(&p->commit_lock);
     int rc = vp_commit(p);
@@ -423,6 +422,7 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
         if (dup2(fd, m->fd) < 0) rc = rc ? rc : -errno;
         close(fd);
     } else m->fd = fd;
+    vp_journal_fill(p, m->fd, new_path);   /* offline and under commit_lock: no journal write races it */
     if (m->direct) vp_set_direct(p, idx);   /* the new file gets the same treatment */
     snprintf(m->path, sizeof m->path, "%s", new_path);
     m->size = size;

@@ -51,15 +51,19 @@ void vp_journal_fill(struct vpool *p, int fd, const char *path)
     while (pos < end && !err) {
         off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
         if (h < 0 || (uint64_t)h >= end) break;
+        errno = 0;
         off_t d = lseek(fd, h, SEEK_DATA);   /* ENXIO: no data after the hole */
+        if (d < 0 && errno != ENXIO) { err = errno; break; }
         uint64_t hend = d < 0 || (uint64_t)d > end ? end : (uint64_t)d;
+        if (hend <= (uint64_t)h) break;   /* nothing to fill: the file changed under us */
         if (!z) {
             if (posix_memalign((void **)&z, 4096, zlen)) { z = NULL; err = ENOMEM; break; }
             memset(z, 0, zlen);
         }
         for (uint64_t o = (uint64_t)h; o < hend && !err;) {
             size_t n = hend - o < zlen ? (size_t)(hend - o) : (size_t)zlen;
-            if (pwrite(fd, z, n, (off_t)o) != (ssize_t)n) err = errno ? errno : EIO;
+            ssize_t w = pwrite(fd, z, n, (off_t)o);
+            if (w != (ssize_t)n) err = w < 0 ? errno : EIO;
             o += n;
             wrote = true;
         }

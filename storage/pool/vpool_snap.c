@@ -216,12 +216,12 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     if (!rc && n) rc = vp_log_regions(p, ws, n);
     if (!rc) rc = vp_apply_writes(p, ws, n);
     if (rc) {   /* nothing refers to the new unit: give it back */
-        if (taken) {
+        if (taken) {   /* checksums first: once free, the unit may be taken at once */
+            for (size_t k = 0; k < n; k++) if (vp_csum_get(p, ws[k].sect)) vp_csum_set(p, ws[k].sect, 0);
             pthread_mutex_lock(&p->alloc_lock);
             vp_au_set(p, nau, 0, 0);
             p->au_used--;
             pthread_mutex_unlock(&p->alloc_lock);
-            for (size_t k = 0; k < n; k++) if (vp_csum_get(p, ws[k].sect)) vp_csum_set(p, ws[k].sect, 0);
         }
         goto out;
     }

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,6 +47,54 @@ START_TEST(t_freed_units_reused_first)
     check_pattern(b, 8ull << 20, 3ull << 20, 62);
     check_pattern(b, 4ull << 20, 4ull << 20, 61);
     check_pattern(b, 11ull << 20, 1ull << 20, 63);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
+/* Unmaps of volume "a" free units that writes to "b" take at once (lowest free first):
+ * freeing must not drop b's new data from the cache, nor clear its checksums. */
+struct churn { struct vpool *p; _Atomic int stop; };
+
+static void *unmap_churn(void *arg)
+{
+    struct churn *c = arg;
+    nasd_bdev *a = open_vol(c->p, "a", 4096);
+    static uint8_t buf[4 << 20];   /* four units freed per unmap: a longer window */
+    memset(buf, 0x5a, sizeof buf);
+    while (!atomic_load(&c->stop)) {
+        ck_assert_int_eq(nasd_bdev_write(a, buf, 0, sizeof buf, 0), 0);
+        ck_assert_int_eq(nasd_bdev_unmap(a, 0, sizeof buf), 0);
+    }
+    nasd_bdev_put(a);
+    return NULL;
+}
+
+START_TEST(t_reuse_races_free)
+{
+    struct tdir t;
+    tdir_make(&t, 3);
+    struct vpool *p;
+    create_pool(&t, VPOOL_RAIDZ1, 3, &p);
+    ck_assert_int_eq(vpool_vol_create(p, "a", 4ull << 20, 0), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "b", 32ull << 20, 0), 0);
+    struct churn c = { .p = p };
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, unmap_churn, &c), 0);
+    nasd_bdev *b = open_vol(p, "b", 4096);
+    uint8_t w[4096], r[4096];
+    for (int i = 0; i < 20000; i++) {
+        uint64_t ext = (uint64_t)(i % 32) << 20, off = ext + (1 << 20) - 4096;   /* the sector freed last */
+        memset(w, i & 0xff, sizeof w);
+        w[0] = (uint8_t)(i >> 8);
+        ck_assert_int_eq(nasd_bdev_write(b, w, off, sizeof w, 0), 0);
+        ck_assert_int_eq(nasd_bdev_read(b, r, off, sizeof r), 0);
+        ck_assert_msg(!memcmp(w, r, sizeof w), "write %d at %llu lost", i, (unsigned long long)off);
+        ck_assert_int_eq(nasd_bdev_unmap(b, ext, 1 << 20), 0);
+    }
+    atomic_store(&c.stop, 1);
+    pthread_join(th, NULL);
     nasd_bdev_put(b);
     vpool_close(p);
     tdir_remove(&t);
@@ -98,6 +148,7 @@ Suite *vpool_place_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, t_freed_units_reused_first);
     tcase_add_test(tc, t_journal_region_written);
+    tcase_add_test(tc, t_reuse_races_free);
     suite_add_tcase(s, tc);
     return s;
 }
