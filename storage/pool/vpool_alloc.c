@@ -68,10 +68,11 @@ void vp_free_au(struct vpool *p, uint64_t au)
     struct vp_au o = p->au[au];
     if (!o.vol_id) { pthread_mutex_unlock(&p->alloc_lock); return; }
     struct vp_vol *v = p->vols[o.vol_id - 1];   /* NULL while its volume is destroyed */
+    bool reserve = false;
     if (v && o.vol_ext < v->map_len && v->map[o.vol_ext] == au + 1) {
         __atomic_store_n(&v->map[o.vol_ext], 0, __ATOMIC_RELEASE);
         v->mapped--;
-        if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc++;   /* unmapped: reserved again */
+        reserve = !(v->flags & VPOOL_VOL_THIN);   /* unmapped: reserved again, once free below */
     }
     pthread_mutex_unlock(&p->alloc_lock);
     /* while the unit still has its owner: once free, a writer may take it at once (lowest
@@ -83,6 +84,7 @@ void vp_free_au(struct vpool *p, uint64_t au)
     pthread_mutex_lock(&p->alloc_lock);
     vp_au_set(p, au, 0, 0);
     p->au_used--;
+    if (reserve) p->thick_unalloc++;
     struct vp_rec r = { .type = VP_REC_FREE, .a = au };
     vp_pend_add(p, &r);
     p->frees_pending = true;
