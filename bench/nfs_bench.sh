@@ -178,9 +178,11 @@ for ROUND in $(seq "$ROUNDS"); do
 done
 [[ " $SERVERS " == *" ganesha "* ]] && flock -u 9
 
+# the values of metric $1 in result files $2...
+metric() { local m=$1; shift; cat "$@" 2>/dev/null | awk -v m="$m" '$3 == m {print $4}'; }
 # median over the rounds of metric $1 in result files $WORK/$2.r*.res
 val() {
-    cat "$WORK/$2".r*.res 2>/dev/null | awk -v m="$1" '$3 == m {print $4}' | sort -g |
+    metric "$1" "$WORK/$2".r*.res | sort -g |
         awk '{a[NR] = $1} END {if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2)}'
 }
 # how many times better than ganesha: $1 nasd, $2 ganesha, $3 metric (latency: ganesha/nasd)
@@ -193,8 +195,7 @@ better() {
 spread() {
     local k r all=()
     for k in $(seq "$ROUNDS"); do
-        r=$(better "$(awk -v m="$1" '$3 == m {print $4}' "$WORK/$2.r$k.res" 2>/dev/null)" \
-                   "$(awk -v m="$1" '$3 == m {print $4}' "$WORK/g.r$k.res" 2>/dev/null)" "$1")
+        r=$(better "$(metric "$1" "$WORK/$2.r$k.res")" "$(metric "$1" "$WORK/g.r$k.res")" "$1")
         [ -n "$r" ] && all+=("$r")
     done
     [ ${#all[@]} -gt 0 ] && printf '%s\n' "${all[@]}" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {print lo "-" hi}'

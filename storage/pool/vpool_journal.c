@@ -51,7 +51,6 @@ void vp_journal_fill(struct vpool *p, int fd, const char *path)
     while (pos < end && !err) {
         off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
         if (h < 0 || (uint64_t)h >= end) break;
-        errno = 0;
         off_t d = lseek(fd, h, SEEK_DATA);   /* ENXIO: no data after the hole */
         if (d < 0 && errno != ENXIO) { err = errno; break; }
         uint64_t hend = d < 0 || (uint64_t)d > end ? end : (uint64_t)d;
