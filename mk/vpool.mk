@@ -7,3 +7,10 @@ bench-vpool: $(B)/bench/vpool_bench $(B)/bench/cpu_probe
 	@echo "cpu probe before (ms):" $$($(B)/bench/cpu_probe)
 	$(B)/bench/vpool_bench $(VPOOL_BENCH_ARGS)
 	@echo "cpu probe after (ms):" $$($(B)/bench/cpu_probe)
+
+# What the raidz1 random-write path could reach (bench/row_ceiling.c): raw vs the
+# system calls of an in-place write vs full-stripe log segments, one run.
+.PHONY: bench-row-ceiling
+BENCHES += bench-row-ceiling
+bench-row-ceiling: $(B)/bench/row_ceiling
+	$(B)/bench/row_ceiling $(ROW_CEILING_ARGS)
