@@ -45,10 +45,7 @@ int vp_alloc_take(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t *au
     if (au == p->n_au) return -ENOSPC;
     /* a free AU reads as zeros; should stale checksums survive anywhere (they should
      * not), clear them first so old data can never show through */
-    bool stale = false;
-    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++)
-        if (vp_csum_get(p, s)) { vp_csum_set(p, s, 0); stale = true; }
-    if (stale) {
+    if (vp_au_clear(p, au, false)) {
         log_warn("vpool %s: free AU %llu had checksums; cleared", p->name, (unsigned long long)au);
         struct vp_rec z = { .type = VP_REC_ZERO, .a = au * VP_AU_SECT, .b = VP_AU_SECT };
         vp_pend_add(p, &z);
@@ -59,6 +56,16 @@ int vp_alloc_take(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t *au
     p->au_cursor = au + 1;
     *au_out = au;
     return 0;
+}
+
+bool vp_au_clear(struct vpool *p, uint64_t au, bool drop_cache)
+{
+    bool any = false;
+    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) {
+        if (vp_csum_get(p, s)) { vp_csum_set(p, s, 0); any = true; }
+        if (drop_cache) vc_drop(p->cache, s);
+    }
+    return any;
 }
 
 /* commit_lock held: nothing is being applied in place concurrently. */
@@ -77,10 +84,7 @@ void vp_free_au(struct vpool *p, uint64_t au)
     pthread_mutex_unlock(&p->alloc_lock);
     /* while the unit still has its owner: once free, a writer may take it at once (lowest
      * free first), and its new data in the cache must not be dropped here */
-    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) {
-        if (vp_csum_get(p, s)) vp_csum_set(p, s, 0);
-        vc_drop(p->cache, s);
-    }
+    vp_au_clear(p, au, true);
     pthread_mutex_lock(&p->alloc_lock);
     vp_au_set(p, au, 0, 0);
     p->au_used--;
@@ -96,7 +100,7 @@ static void drop_au(struct vpool *p, uint64_t au, const char *why)
     log_warn("vpool %s: AU %llu owned by volume %u/%u: %s; freeing it", p->name, (unsigned long long)au,
              p->au[au].vol_id, p->au[au].vol_ext, why);
     vp_au_set(p, au, 0, 0);
-    for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+    vp_au_clear(p, au, false);
 }
 
 int vp_rebuild_vol_maps(struct vpool *p)

@@ -456,6 +456,8 @@ int  vp_alloc_au(struct vpool *p, struct vp_vol *v, uint64_t vext, uint32_t *au_
 static inline uint64_t vp_vol_mapped(const struct vp_vol *v) { return v->mapped; } /* alloc_lock */
 uint64_t vp_vol_avail(struct vpool *p, struct vp_vol *v);   /* bytes it could still allocate */
 void vp_free_au(struct vpool *p, uint64_t au);  /* commit_lock held; zeroes checksums, journals FREE */
+/* zeroes the checksums of unit au's sectors (and drops their cache entries); true if any was set */
+bool vp_au_clear(struct vpool *p, uint64_t au, bool drop_cache);
 int  vp_rebuild_vol_maps(struct vpool *p);
 /* alloc_lock held: takes a free AU for v/vext born now, no reservation accounting;
  * -ENOSPC when none is free. */

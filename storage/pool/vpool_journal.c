@@ -579,7 +579,7 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
         case VP_REC_FREE:
             if (x->a >= p->n_au) goto bad;
             vp_au_set(p, x->a, 0, 0);
-            for (uint64_t s = x->a * VP_AU_SECT; s < (x->a + 1) * VP_AU_SECT; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+            vp_au_clear(p, x->a, false);
             if (vp_intents_override(it, x->a * VP_AU_SECT, VP_AU_SECT)) goto nomem;
             break;
         default:

@@ -332,7 +332,7 @@ void vp_snap_import_fix(struct vpool *p)
         if (!a->death || a->vol_id > VP_MAX_VOLS || !p->vols[a->vol_id - 1]) continue;
         if (held_by_any(gens[a->vol_id - 1], ngens[a->vol_id - 1], a)) continue;
         vp_au_set(p, au, 0, 0);   /* a snapshot delete or rollback that did not finish */
-        for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++) if (p->csum[s]) vp_csum_set(p, s, 0);
+        vp_au_clear(p, au, false);
         freed++;
     }
     for (int i = 0; i < VP_MAX_VOLS; i++) free(gens[i]);
