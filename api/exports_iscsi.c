@@ -13,7 +13,7 @@
 
 static json_t *export_json(struct appliance *a, int64_t id)
 {
-    json_t *row = db_row(&a->db, "SELECT id, name, iqn, alias, chap_user, mutual_user, initiators_json, enabled, created, "
+    json_t *row = db_row(&a->db, "SELECT id, name, iqn, alias, chap_user, mutual_user, initiators_json, enabled, immediate_data, created, "
                          "chap_secret != '' AS chap_secret_set, mutual_secret != '' AS mutual_secret_set "
                          "FROM iscsi_exports WHERE id=?", "i", id);
     if (!row) return NULL;
@@ -21,6 +21,7 @@ static json_t *export_json(struct appliance *a, int64_t id)
         "SELECT l.lun, v.id AS volume_id, p.name || '/' || v.name AS volume, l.snapshot, v.size, v.block_size FROM iscsi_luns l "
         "JOIN volumes v ON v.id=l.volume_id JOIN pools p ON p.id=v.pool_id WHERE l.export_id=? ORDER BY l.lun", "i", id));
     json_object_set_new(row, "enabled", json_boolean(json_integer_value(json_object_get(row, "enabled"))));
+    json_object_set_new(row, "immediate_data", json_boolean(json_integer_value(json_object_get(row, "immediate_data"))));
     json_object_set_new(row, "chap_secret_set", json_boolean(json_integer_value(json_object_get(row, "chap_secret_set"))));
     json_object_set_new(row, "mutual_secret_set", json_boolean(json_integer_value(json_object_get(row, "mutual_secret_set"))));
     json_object_set_new(row, "active", json_boolean(appliance_export_active(a, EXPORT_ISCSI, id)));
@@ -160,13 +161,13 @@ out:
 static void create(struct api_call *c, struct api_reply *r)
 {
     static const char *const allowed[] = { "name", "iqn", "alias", "luns", "volume", "chap_user", "chap_secret",
-                                           "mutual_user", "mutual_secret", "initiators", "enabled", NULL };
+                                           "mutual_user", "mutual_secret", "initiators", "enabled", "immediate_data", NULL };
     const char *name = NULL, *iqn = NULL, *alias = "", *cu = "", *cs = "", *mu = "", *ms = "";
-    int enabled = 1;
+    int enabled = 1, imm = 0;
     char err[256], iqnbuf[256];
     if (api_body_object(c, r, allowed) || api_get_name(c, r, "name", 1, &name) || api_get_str(c, r, "iqn", 0, &iqn) ||
         api_get_str(c, r, "alias", 0, &alias) || chap_fields(c, r, &cu, &cs, &mu, &ms) ||
-        api_get_bool(c, r, "enabled", &enabled))
+        api_get_bool(c, r, "enabled", &enabled) || api_get_bool(c, r, "immediate_data", &imm))
         return;
     if (!iqn) {
         snprintf(iqnbuf, sizeof iqnbuf, IQN_PREFIX "%s", name);
@@ -190,8 +191,9 @@ static void create(struct api_call *c, struct api_reply *r)
     db_begin(&a->db);
     json_t *empty = json_array();
     int rc = db_exec(&a->db, &id, "INSERT INTO iscsi_exports(name, iqn, alias, chap_user, chap_secret, mutual_user, "
-                     "mutual_secret, initiators_json, enabled, created) VALUES(?,?,?,?,?,?,?,?,?,?)", "sssssssjii",
-                     name, iqn, alias, cu, cs, mu, ms, inits ? inits : empty, (int64_t)enabled, (int64_t)time(NULL));
+                     "mutual_secret, initiators_json, enabled, immediate_data, created) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                     "sssssssjiii", name, iqn, alias, cu, cs, mu, ms, inits ? inits : empty, (int64_t)enabled,
+                     (int64_t)imm, (int64_t)time(NULL));
     json_decref(empty);
     if (rc) { db_rollback(&a->db); api_error(r, 500, "db", "%s", db_errmsg(&a->db)); json_decref(tmp); return; }
     if (write_luns(c, r, id, luns)) { db_rollback(&a->db); json_decref(tmp); return; }
@@ -204,7 +206,7 @@ static void create(struct api_call *c, struct api_reply *r)
 static void patch(struct api_call *c, struct api_reply *r)
 {
     static const char *const allowed[] = { "alias", "luns", "chap_user", "chap_secret", "mutual_user", "mutual_secret",
-                                           "initiators", "enabled", NULL };
+                                           "initiators", "enabled", "immediate_data", NULL };
     int64_t id = lookup(c, r);
     if (id < 0 || api_body_object(c, r, allowed)) return;
     struct appliance *a = c->app;
@@ -215,9 +217,10 @@ static void patch(struct api_call *c, struct api_reply *r)
     const char *mu = json_string_value(json_object_get(cur, "mutual_user"));
     const char *ms = json_string_value(json_object_get(cur, "mutual_secret"));
     int enabled = json_integer_value(json_object_get(cur, "enabled"));
+    int imm = json_integer_value(json_object_get(cur, "immediate_data"));
     json_t *inits = json_object_get(c->body, "initiators");
     if (api_get_str(c, r, "alias", 0, &alias) || chap_fields(c, r, &cu, &cs, &mu, &ms) ||
-        api_get_bool(c, r, "enabled", &enabled) ||
+        api_get_bool(c, r, "enabled", &enabled) || api_get_bool(c, r, "immediate_data", &imm) ||
         (inits && export_string_list(inits, "initiators", ISCSI_MAX_ACL, check_initiator, r))) {
         json_decref(cur);
         return;
@@ -225,7 +228,8 @@ static void patch(struct api_call *c, struct api_reply *r)
     if (!inits) inits = json_object_get(cur, "initiators");
     db_begin(&a->db);
     db_exec(&a->db, NULL, "UPDATE iscsi_exports SET alias=?, chap_user=?, chap_secret=?, mutual_user=?, mutual_secret=?, "
-            "initiators_json=?, enabled=? WHERE id=?", "sssssjii", alias, cu, cs, mu, ms, inits, (int64_t)enabled, id);
+            "initiators_json=?, enabled=?, immediate_data=? WHERE id=?", "sssssjiii", alias, cu, cs, mu, ms, inits,
+            (int64_t)enabled, (int64_t)imm, id);
     json_decref(cur);
     json_t *luns = json_object_get(c->body, "luns");
     if (luns && write_luns(c, r, id, luns)) { db_rollback(&a->db); return; }

@@ -79,6 +79,8 @@ static const char *migrations[] = {
     "CREATE TABLE ceph_pools(pool_id INTEGER PRIMARY KEY REFERENCES pools(id) ON DELETE CASCADE,"
     "  monitors TEXT NOT NULL DEFAULT '', conf TEXT NOT NULL DEFAULT '', rados_pool TEXT NOT NULL,"
     "  user TEXT NOT NULL DEFAULT 'admin', keyring TEXT NOT NULL DEFAULT '', secret TEXT NOT NULL DEFAULT '');",
+    /* 5: iSCSI ImmediateData per export (iscsi_target_cfg.immediate_data) */
+    "ALTER TABLE iscsi_exports ADD COLUMN immediate_data INTEGER NOT NULL DEFAULT 0;",
 };
 
 int db_latest_schema_version(void) { return (int)(sizeof migrations / sizeof *migrations); }

@@ -1,6 +1,7 @@
 #pragma once
 /* Built-in iSCSI target service (RFC 7143, SBC-3). The daemon core configures it
  * only through these calls; storage is reached only through nasd_bdev. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "util/stats.h"
@@ -23,6 +24,10 @@ struct iscsi_target_cfg {
     char mutual_user[64], mutual_secret[64];  /* empty user: one-way CHAP only */
     unsigned ninitiators;                     /* 0: any initiator may log in */
     char initiators[ISCSI_MAX_ACL][224];
+    /* ImmediateData=Yes when the initiator offers it: a write of up to FirstBurstLength
+     * comes with its command, one round trip less than R2T. Off by default: libiscsi's
+     * iscsi-test-cu (iSCSIDataSnInvalid) needs R2T for every write, even after a relogin. */
+    bool immediate_data;
     struct nasd_io_stats *stats;              /* may be NULL; service takes a ref */
 };
 

@@ -59,14 +59,15 @@ bool login_negotiate_key(struct iscsi_conn *c, const char *k, const char *v, str
         text_add(o, k, "1");
     } else if (!strcmp(k, "InitialR2T")) {
         if (parse_bool(v) < 0) return false;
-        /* OR; we answer Yes. Together with ImmediateData=No every data-out byte is
-         * solicited by R2T: a command is a single PDU until the target asks for data,
-         * which is what initiators' abort/DataSN handling (iscsi-test-cu) assumes. */
+        /* OR; we answer Yes: unsolicited Data-Out never comes. With ImmediateData=No too,
+         * a command is a single PDU until the target asks for data, which is what
+         * initiators' abort/DataSN handling (iscsi-test-cu) assumes. */
         c->initial_r2t = true;
         text_add(o, k, "%s", yesno(c->initial_r2t));
     } else if (!strcmp(k, "ImmediateData")) {
         if (parse_bool(v) < 0) return false;
-        c->immediate_data = false;                            /* AND with our No */
+        /* AND with ours: No unless the target enables it */
+        c->immediate_data = parse_bool(v) == 1 && c->tgt && c->tgt->cfg.immediate_data;
         text_add(o, k, "%s", yesno(c->immediate_data));
     } else if (!strcmp(k, "MaxRecvDataSegmentLength")) {
         c->mrdsl_tx = clamp_num(v, 512, 16777215, &ok);
@@ -362,9 +363,10 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
             c->ddigest = c->neg_ddigest;
             free(c->login_acc);
             c->login_acc = NULL;
-            log_info("iscsi: %s session from %s%s%s (digests %s/%s)", c->discovery ? "discovery" : "normal",
-                     c->ini_log, c->tgt ? " to " : "", c->tgt ? c->tgt->cfg.iqn : "",
-                     c->hdigest ? "crc32c" : "none", c->ddigest ? "crc32c" : "none");
+            log_info("iscsi: %s session from %s%s%s (digests %s/%s, immediate data %s)",
+                     c->discovery ? "discovery" : "normal", c->ini_log, c->tgt ? " to " : "",
+                     c->tgt ? c->tgt->cfg.iqn : "", c->hdigest ? "crc32c" : "none", c->ddigest ? "crc32c" : "none",
+                     c->immediate_data ? "yes" : "no");
         }
     }
     return 0;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # bench-iscsi, in one run: iscsi-perf reads and bench/iscsi_wbench writes against
-#  - nasd's target code on a plain file (tools/iscsi_serve),
+#  - nasd's target code on a plain file (tools/iscsi_serve), for writes also with
+#    ImmediateData on (an export option, off by default),
 #  - tgtd on the same 1 GiB file of random data,
 #  - the nasd DAEMON serving a volume of a raidz1 pool of 4 member files (the real stack:
 #    REST-provisioned export, pool engine with checksums, parity and cache in the path).
@@ -43,6 +44,11 @@ pids+=($!)
 for _ in $(seq 100); do grep -q '^ready' "$tmp/n.out" && break; sleep 0.1; done
 NPORT=$(awk '/^ready/ {print $3}' "$tmp/n.out")
 [ -n "$NPORT" ] || { echo "iscsi_serve did not start"; cat "$tmp/n.err"; exit 1; }
+"$SERVE" --portal 127.0.0.1:0 --iqn "$IQN_N" --file "$tmp/lun.img" --log warn --immediate-data yes >"$tmp/i.out" 2>"$tmp/i.err" &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^ready' "$tmp/i.out" && break; sleep 0.1; done
+IPORT=$(awk '/^ready/ {print $3}' "$tmp/i.out")
+[ -n "$IPORT" ] || { echo "iscsi_serve --immediate-data did not start"; cat "$tmp/i.err"; exit 1; }
 
 TPORT=$(free_port)
 IQN_T=iqn.2026-12.test.tgt:bench
@@ -76,6 +82,7 @@ wrun() {  # wrun URL ARGS... -> "IOPS MB/s p50 p99" from iscsi_wbench
         awk '{print $2, $4, $6, $8}'
 }
 NURL="iscsi://127.0.0.1:$NPORT/$IQN_N/0"
+IURL="iscsi://127.0.0.1:$IPORT/$IQN_N/0"
 TURL="iscsi://127.0.0.1:$TPORT/$IQN_T/1"
 declare -A R
 for w in "4k-randread:-m 32 -b 8 -r" "512b-seqread:-m 32 -b 1"; do
@@ -87,9 +94,10 @@ for w in "4k-randread:-m 32 -b 8 -r" "512b-seqread:-m 32 -b 1"; do
     # shellcheck disable=SC2086
     R[$name,daemon]=$(run "$DURL" $args)
 done
-for w in "4k-randwrite:-w -r -q 32 -b 4096" "1m-seqwrite:-w -q 8 -b 1048576" "4k-fua-qd1:-w -r -f -q 1 -b 4096"; do
+for w in "4k-randwrite:-w -r -q 32 -b 4096" "1m-seqwrite:-w -q 8 -b 1048576" "4k-fua-qd1:-w -r -f -q 1 -b 4096" \
+         "4k-write-qd1:-w -r -q 1 -b 4096"; do
     name=${w%%:*}; args=${w#*:}
-    for who in tgt:$TURL nasd:$NURL daemon:$DURL; do
+    for who in tgt:$TURL nasd:$NURL imm:$IURL daemon:$DURL; do
         # shellcheck disable=SC2086
         R[$name,${who%%:*}]=$(wrun "${who#*:}" $args)
     done
@@ -113,3 +121,17 @@ printf '%-14s %11s %11s %11s %9s %9s\n' "4k-fua-qd1 p50" "${tp}us" "${np}us" "${
 printf '%-14s %11s %11s %11s %9s %9s\n' "4k-fua-qd1 p99" "${tq}us" "${nq}us" "${dq}us" "$(ratio "$tq" "$nq")" "$(ratio "$tq" "$dq")"
 echo "(reads: IOPS, iscsi-perf QD32; 4k-randwrite: IOPS QD32; 1m-seqwrite: QD8; 4k-fua-qd1: write latency with FUA, one at a time,"
 echo " ratio = tgt/nasd so higher is better for nasd; ${SECS}s each, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+echo "writes on the plain file with ImmediateData (export option immediate_data; tgt has it on by default):"
+printf '%-16s %11s %11s %11s %9s %9s\n' workload "tgt file" "nasd file" "nasd+imm" "imm/nasd" "imm/tgt"
+for name in 4k-randwrite 1m-seqwrite; do
+    read -r ti tm _ _ <<<"${R[$name,tgt]}"; read -r ni nm _ _ <<<"${R[$name,nasd]}"; read -r ii im _ _ <<<"${R[$name,imm]}"
+    if [ "$name" = 1m-seqwrite ]; then t=$tm; n=$nm; i=$im; u=" MB/s"; else t=$ti; n=$ni; i=$ii; u=; fi
+    printf '%-16s %11s %11s %11s %9s %9s\n' "$name" "$t$u" "$n$u" "$i$u" "$(ratio "$i" "$n")" "$(ratio "$i" "$t")"
+done
+for name in 4k-fua-qd1 4k-write-qd1; do
+    read -r _ _ tp tq <<<"${R[$name,tgt]}"; read -r _ _ np nq <<<"${R[$name,nasd]}"; read -r _ _ ip iq <<<"${R[$name,imm]}"
+    printf '%-16s %11s %11s %11s %9s %9s\n' "$name p50" "${tp}us" "${np}us" "${ip}us" "$(ratio "$np" "$ip")" "$(ratio "$tp" "$ip")"
+    printf '%-16s %11s %11s %11s %9s %9s\n' "$name p99" "${tq}us" "${nq}us" "${iq}us" "$(ratio "$nq" "$iq")" "$(ratio "$tq" "$iq")"
+done
+echo "(4k-write-qd1: plain 4 KiB writes one at a time; latency ratios = other/imm, higher is better for nasd+imm)"

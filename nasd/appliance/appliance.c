@@ -46,6 +46,7 @@ static int apply_iscsi(struct appliance *a, struct export_rt *e, json_t *row, ch
     snprintf(c->chap_secret, sizeof c->chap_secret, "%s", jstr(row, "chap_secret"));
     snprintf(c->mutual_user, sizeof c->mutual_user, "%s", jstr(row, "mutual_user"));
     snprintf(c->mutual_secret, sizeof c->mutual_secret, "%s", jstr(row, "mutual_secret"));
+    c->immediate_data = json_integer_value(json_object_get(row, "immediate_data")) != 0;
     json_t *inits = json_object_get(row, "initiators"), *v;
     size_t i;
     json_array_foreach(inits, i, v) {

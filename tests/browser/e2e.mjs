@@ -344,7 +344,7 @@ try {
   await until(async () => (await nfsRow.locator('[data-testid="status"]').textContent()) === 'active', 'edited export active');
   await page.screenshot({ path: path.join(shots, 'nfs.png'), fullPage: true });
 
-  begin(`edit iSCSI export ${TARGET}: alias and CHAP, then the alias again keeping the stored secret`);
+  begin(`edit iSCSI export ${TARGET}: alias and CHAP, then the alias and immediate data keeping the stored secret`);
   await go('iscsi');
   const iRow = tid(`iscsi-row-${TARGET}`);
   await tid(`iscsi-edit-${TARGET}`).click();
@@ -362,11 +362,15 @@ try {
   await tid(`iscsi-edit-${TARGET}`).click();
   check(await page.getAttribute('#iscsi-edit-chap-secret', 'placeholder') === '(unchanged)', 'stored secret not indicated');
   await page.fill('#iscsi-edit-alias', 'e2e disk 2');
+  check(!(await page.isChecked('#iscsi-edit-immediate')), 'immediate data on before it was asked for');
+  await page.check('#iscsi-edit-immediate');
   await page.click('#iscsi-save');
-  await until(async () => (await iRow.locator('[data-testid="alias"]').textContent()) === 'alias e2e disk 2', 'new alias in the row');
+  await until(async () => (await iRow.locator('[data-testid="alias"]').textContent()) === 'alias e2e disk 2'
+    && (await iRow.locator('[data-testid="immediate"]').count()) === 1, 'new alias and immediate data in the row');
   const target = await page.evaluate(async (n) => (await fetch(`/api/v1/exports/iscsi/${n}`)).json(), TARGET);
-  check(target.chap_user === 'e2euser' && target.chap_secret_set === true && target.luns.length === 1 && target.luns[0].lun === 0,
-    `export after edits: ${JSON.stringify({ chap_user: target.chap_user, secret: target.chap_secret_set, luns: target.luns })}`);
+  check(target.chap_user === 'e2euser' && target.chap_secret_set === true && target.luns.length === 1 && target.luns[0].lun === 0
+    && target.immediate_data === true,
+    `export after edits: ${JSON.stringify({ chap_user: target.chap_user, secret: target.chap_secret_set, luns: target.luns, immediate: target.immediate_data })}`);
   await until(async () => (await iRow.locator('[data-testid="status"]').textContent()) === 'active', 'edited target active');
 
   check(jsErrors.length === 0, `JavaScript errors in the page: ${jsErrors.join(' | ')}`);

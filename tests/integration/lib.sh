@@ -93,10 +93,11 @@ expect() {
 # jget JSON FILTER — jq filter on a JSON string (jq is installed by scripts/deps.sh)
 jget() { printf '%s' "$1" | jq -r "$2"; }
 
-# run_iscsi_test_cu URL LOG: libiscsi's conformance suite, destructive, every test, with
-# URL twice so the multipath tests run; prints the summary; non-zero if any test FAILED.
+# run_iscsi_test_cu URL LOG [EXPECTED]: libiscsi's conformance suite, destructive, every
+# test, with URL twice so the multipath tests run; prints the summary; non-zero if any test
+# FAILED, or with EXPECTED (test names), if any other test failed or one of them passed.
 run_iscsi_test_cu() {
-  local url=$1 log=$2 start rc summary failed total
+  local url=$1 log=$2 expected=${3:-} start rc summary failed total names
   command -v iscsi-test-cu >/dev/null || { echo "iscsi-test-cu not installed (libiscsi-bin)"; return 1; }
   start=$(date +%s)
   timeout 600 iscsi-test-cu --dataloss --normal "$url" "$url" >"$log" 2>&1
@@ -107,8 +108,19 @@ run_iscsi_test_cu() {
   summary=$(grep -a -E '^ +tests +[0-9]+' "$log")
   failed=$(awk '{print $5}' <<<"$summary")
   total=$(awk '{print $2}' <<<"$summary")
-  if [ -z "$summary" ] || [ "$rc" -ne 0 ]; then
+  # exit 1: some test failed (judged below); anything else is abnormal
+  if [ -z "$summary" ] || { [ "$rc" -ne 0 ] && { [ -z "$expected" ] || [ "$rc" -ne 1 ]; }; }; then
     echo "FAIL: no summary / abnormal exit"; tail -40 "$log"; return 1
+  fi
+  if [ -n "$expected" ]; then
+    names=$(grep -a -o 'Test [A-Za-z0-9_]* had failures' "$log" | awk '{print $2}' | sort -u | tr '\n' ' ')
+    if [ "${names% }" != "$expected" ]; then
+      echo "FAIL: expected exactly [$expected] to fail, failed: [${names% }]"
+      grep -a -A8 'had failures' "$log" | head -80
+      return 1
+    fi
+    echo "PASS: $total tests, failed only the expected [$expected]"
+    return 0
   fi
   if [ "$failed" != 0 ]; then
     echo "FAIL: $failed of $total tests failed:"

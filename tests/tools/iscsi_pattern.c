@@ -1,5 +1,6 @@
 /* Writes or verifies a deterministic pattern on an iSCSI LUN (libiscsi, sync API).
- *   iscsi_pattern write|verify URL SEED SIZE      (SIZE: MiB, or "<n>b" for n 4 KiB blocks)
+ *   iscsi_pattern write|verify URL SEED SIZE [PER_IO]   (SIZE: MiB, or "<n>b" for n 4 KiB
+ *   blocks; PER_IO: 4 KiB blocks per command, 1..64, default 64)
  * Every 4 KiB block holds (seed, lba, counter) words; verify prints the bad blocks.
  * write prints "acked N" (line-buffered) after each batch written with FUA, so a crash
  * test knows which blocks were acknowledged as durable. */
@@ -17,8 +18,9 @@ static void fill(uint8_t *buf, uint64_t seed, uint64_t lba4k)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5 || (strcmp(argv[1], "write") && strcmp(argv[1], "verify"))) {
-        fprintf(stderr, "usage: iscsi_pattern write|verify iscsi://host:port/iqn/lun SEED MIB\n");
+    int per_io = argc == 6 ? atoi(argv[5]) : 64;
+    if (argc < 5 || argc > 6 || (strcmp(argv[1], "write") && strcmp(argv[1], "verify")) || per_io < 1 || per_io > 64) {
+        fprintf(stderr, "usage: iscsi_pattern write|verify iscsi://host:port/iqn/lun SEED MIB [PER_IO]\n");
         return 2;
     }
     int writing = !strcmp(argv[1], "write");
@@ -45,8 +47,8 @@ int main(int argc, char **argv)
     scsi_free_scsi_task(t);
     uint8_t want[64 * 4096];
     uint64_t bad = 0;
-    for (uint64_t b = 0; b < blocks; b += 64) {
-        int n = blocks - b < 64 ? (int)(blocks - b) : 64;
+    for (uint64_t b = 0; b < blocks; b += (uint64_t)per_io) {
+        int n = blocks - b < (uint64_t)per_io ? (int)(blocks - b) : per_io;
         for (int i = 0; i < n; i++) fill(want + i * 4096, seed, b + i);
         uint64_t lba = b * 4096 / bs;
         uint32_t nlb = n * 4096 / bs;

@@ -28,7 +28,7 @@ static void usage(void)
     fprintf(stderr, "usage: iscsi_serve --portal HOST:PORT --iqn IQN --file PATH [--size 1G] [--lun2 PATH2]\n"
                     "       [--chap user:secret] [--mutual user:secret] [--allow INITIATOR]... [--block 512|4096]\n"
                     "       [--workers N] [--log LEVEL] [--max-conns N] [--max-per-addr N] [--max-prelogin N]\n"
-                    "       [--discovery-chap user:secret]\n");
+                    "       [--discovery-chap user:secret] [--immediate-data yes|no]\n");
     exit(2);
 }
 
@@ -71,6 +71,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-conns")) lim.max_conns = (unsigned)atoi(v);
         else if (!strcmp(a, "--max-per-addr")) lim.max_per_addr = (unsigned)atoi(v);
         else if (!strcmp(a, "--max-prelogin")) lim.max_prelogin = (unsigned)atoi(v);
+        else if (!strcmp(a, "--immediate-data")) cfg.immediate_data = !strcmp(v, "yes");
         else usage();
         i++;
     }

@@ -189,6 +189,21 @@ START_TEST(test_negotiation)
     ck_assert(login_negotiate_key(&c, "HeaderDigest", "MD5", &o));
     ck_assert_str_eq(answer(&o, "HeaderDigest"), "Reject");
     text_free(&o);
+
+    /* a target with immediate_data: Yes when offered (AND), first burst capped at 64 KiB */
+    static struct iscsi_tgt tg;
+    tg.cfg.immediate_data = true;
+    c.tgt = &tg;
+    ck_assert(login_negotiate_key(&c, "ImmediateData", "Yes", &o));
+    ck_assert_str_eq(answer(&o, "ImmediateData"), "Yes");
+    ck_assert(c.immediate_data);
+    text_free(&o);
+    ck_assert(login_negotiate_key(&c, "ImmediateData", "No", &o));
+    ck_assert_str_eq(answer(&o, "ImmediateData"), "No");
+    ck_assert(!c.immediate_data);
+    ck_assert(login_negotiate_key(&c, "FirstBurstLength", "262144", &o));
+    ck_assert_uint_eq(c.first_burst, 65536);
+    text_free(&o);
 }
 END_TEST
 

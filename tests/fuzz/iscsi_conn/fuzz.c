@@ -2,7 +2,8 @@
  * initiator sends (login, text, SCSI commands, Data-Out, TMF, logout, ...), written into
  * one end of a socketpair whose other end is a target connection driven here, on a
  * network thread of our own, until the target closes it. The target has two LUNs on an
- * in-memory block device; slow commands run on the server's real workers. */
+ * in-memory block device; slow commands run on the server's real workers. A second
+ * target (iqn.2026-12.fuzz:imm, one LUN) accepts immediate data. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +72,13 @@ static void setup(void)
     if (iscsi_server_set_target(srv, &cfg)) abort();
     nasd_bdev_put(cfg.luns[0].bdev);
     nasd_bdev_put(cfg.luns[1].bdev);
+    static struct iscsi_target_cfg imm;
+    snprintf(imm.iqn, sizeof imm.iqn, "iqn.2026-12.fuzz:imm");
+    imm.luns[0] = (struct iscsi_lun_cfg){ .lun = 0, .bdev = mem_bdev("fuzz/i0", 512) };
+    imm.nluns = 1;
+    imm.immediate_data = true;
+    if (iscsi_server_set_target(srv, &imm)) abort();
+    nasd_bdev_put(imm.luns[0].bdev);
     nt.kind = KIND_EVENT;
     nt.srv = srv;
     nt.idx = 99;

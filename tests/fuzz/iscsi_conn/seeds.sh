@@ -1,7 +1,8 @@
 #!/bin/sh
 # Seed corpus for the iscsi_conn harness: whole initiator byte streams (login to the
 # harness target iqn.2026-12.fuzz:t or discovery, then text, SCSI commands with R2T'd
-# Data-Out, TMF, NOP, logout), some with CRC32C digests. Written by python3.
+# Data-Out, TMF, NOP, logout), some with CRC32C digests; and writes with immediate data
+# to iqn.2026-12.fuzz:imm. Written by python3.
 d=$1
 command -v python3 >/dev/null || { echo "seeds.sh: python3 needed" >&2; exit 1; }
 python3 - "$d" <<'PY'
@@ -27,10 +28,10 @@ class S:
         if s.dig and data: p += struct.pack('<I', crc32c(data + pad))
         s.buf += p
     def keys(s, **kv): return b''.join(('%s=%s' % (k, v)).encode() + b'\0' for k, v in kv.items())
-    def login(s, discovery=False, digests=False, stages=False):
+    def login(s, discovery=False, digests=False, stages=False, target='iqn.2026-12.fuzz:t', immediate='No'):
         k = dict(InitiatorName='iqn.2026-12.fuzz:i')
         if discovery: k['SessionType'] = 'Discovery'
-        else: k.update(TargetName='iqn.2026-12.fuzz:t', SessionType='Normal')
+        else: k.update(TargetName=target, SessionType='Normal')
         isid = b'\x80\0\0\0\0\x01'
         if stages:
             s.pdu(0x03, 0x80 | 0x01, [(8, isid), (16, struct.pack('>I', s.itt)), (24, struct.pack('>I', s.cmdsn))],
@@ -39,16 +40,16 @@ class S:
             k = {}
         dg = 'CRC32C' if digests else 'None'
         k.update(HeaderDigest=dg, DataDigest=dg, MaxRecvDataSegmentLength=65536, MaxBurstLength=262144,
-                 FirstBurstLength=65536, InitialR2T='Yes', ImmediateData='No', ErrorRecoveryLevel=0)
+                 FirstBurstLength=65536, InitialR2T='Yes', ImmediateData=immediate, ErrorRecoveryLevel=0)
         s.pdu(0x03, 0x80 | 0x04 | 0x03, [(8, isid), (16, struct.pack('>I', s.itt)), (24, struct.pack('>I', s.cmdsn))],
               s.keys(**k))
         s.itt += 1
         s.dig = digests
-    def cmd(s, cdb, r=False, w=False, edtl=0, lun=0):
+    def cmd(s, cdb, r=False, w=False, edtl=0, lun=0, data=b''):
         cdb = bytes(cdb) + b'\0' * (16 - len(cdb))
         fl = 0x80 | (0x40 if r else 0) | (0x20 if w else 0) | 0x01
         s.pdu(0x01, fl, [(8, bytes([0, lun])), (16, struct.pack('>I', s.itt)), (20, struct.pack('>I', edtl)),
-                         (24, struct.pack('>I', s.cmdsn)), (32, cdb)], imm=False)
+                         (24, struct.pack('>I', s.cmdsn)), (32, cdb)], data, imm=False)
         itt = s.itt; s.itt += 1; s.cmdsn += 1
         return itt
     def dout(s, itt, ttt, data, off=0, datasn=0, lun=0, final=True):
@@ -125,6 +126,14 @@ itt = s.cmd([0x8f, 0x02] + list(be64(0)) + list(be32(8)), w=True, edtl=512)   # 
 s.dout(itt, 1, b'\0' * 512)
 s.cmd([0x41, 0] + list(be32(0)) + [0] + list(be16(8)))             # WRITE SAME(10), no data-out
 s.logout(); s.save('verify-short')
+
+s = S(); s.login(target='iqn.2026-12.fuzz:imm', immediate='Yes')  # immediate data
+s.cmd([0x2a, 0] + list(be32(2)) + [0] + list(be16(1)), w=True, edtl=512, data=b'I' * 512)   # all of it
+itt = s.cmd([0x2a, 0] + list(be32(4)) + [0] + list(be16(4)), w=True, edtl=2048, data=b'J' * 512)   # then R2T
+s.dout(itt, 1, b'K' * 1536, off=512)
+s.cmd([0x28, 0] + list(be32(2)) + [0] + list(be16(6)), r=True, edtl=3072)
+s.cmd([0x2a, 0] + list(be32(9)) + [0] + list(be16(1)), w=True, edtl=512, data=b'L' * 1024)  # more than EDTL
+s.logout(); s.save('immediate-data')
 
 s = S()                                                           # continuation login
 isid = b'\x80\0\0\0\0\x02'

@@ -1,10 +1,12 @@
 // iSCSI exports: targets whose LUNs are volumes; CHAP and initiator ACL; create, edit
-// (LUNs, alias, CHAP, initiators, enabled), enable/disable, delete.
+// (LUNs, alias, CHAP, initiators, immediate data, enabled), enable/disable, delete.
 import { h, fill } from '../dom.js';
 import { get, post, patch, del, key } from '../api.js';
 import * as fmt from '../format.js';
 import * as v from '../validate.js';
 import { field, input, errorBox, onSubmit, table, action, section, button, badge, editPanel, toast, loadFailed } from '../ui.js';
+
+const IMMEDIATE_HINT = 'small writes skip R2T';
 
 export function exportStatus(x) {
   const attrs = { 'data-testid': 'status' };
@@ -31,11 +33,13 @@ function createForm(volumes, refresh, volumesError) {
   const mutualSecret = input({ id: 'iscsi-mutual-secret', name: 'mutual_secret', type: 'password', autocomplete: 'new-password' });
   const inits = h('textarea', { id: 'iscsi-initiators', name: 'initiators', placeholder: 'iqn.1994-05.com.redhat:client1\n(empty: any initiator)' });
   const enabled = h('input', { type: 'checkbox', id: 'iscsi-enabled', checked: true });
+  const immediate = h('input', { type: 'checkbox', id: 'iscsi-immediate' });
   const err = errorBox('iscsi-form-error');
   const form = h('form', { class: 'grid', id: 'iscsi-form', 'aria-label': 'Create iSCSI export', novalidate: true },
     field('Name', name, 'letters, digits, _ . : -'),
     h('div', { class: 'span2' }, field('Target IQN', iqn, 'optional')),
     field('Enabled', enabled),
+    field('Immediate data', immediate, IMMEDIATE_HINT),
     h('div', { class: 'full field' }, h('span', { class: 'label', id: 'iscsi-luns-label' }, 'LUNs (in order: LUN 0, 1, ...)'), luns),
     field('CHAP user', chapUser, 'optional'), field('CHAP secret', chapSecret, '12..16 characters'),
     field('Mutual CHAP user', mutualUser, 'optional'), field('Mutual CHAP secret', mutualSecret, 'differs from CHAP secret'),
@@ -53,7 +57,7 @@ function createForm(volumes, refresh, volumesError) {
       || v.list(inits.value).map((i) => v.iqn(i, 'initiator')).find(Boolean) || null,
     run: () => {
       const body = { name: name.value.trim(), luns: chosen().map((vol, lun) => ({ lun, volume: vol })),
-        initiators: v.list(inits.value), enabled: enabled.checked };
+        initiators: v.list(inits.value), enabled: enabled.checked, immediate_data: immediate.checked };
       if (iqn.value.trim()) body.iqn = iqn.value.trim();
       if (chapUser.value) Object.assign(body, { chap_user: chapUser.value, chap_secret: chapSecret.value });
       if (mutualUser.value) Object.assign(body, { mutual_user: mutualUser.value, mutual_secret: mutualSecret.value });
@@ -99,10 +103,12 @@ function editForm(x, volumes, close, refresh) {
   const inits = h('textarea', { id: 'iscsi-edit-initiators', name: 'initiators', placeholder: '(empty: any initiator)' },
     (x.initiators || []).join('\n'));
   const enabled = h('input', { type: 'checkbox', id: 'iscsi-edit-enabled', checked: !!x.enabled });
+  const immediate = h('input', { type: 'checkbox', id: 'iscsi-edit-immediate', checked: !!x.immediate_data });
   const err = errorBox('iscsi-edit-form-error');
   const form = h('form', { class: 'grid', id: 'iscsi-edit-form', 'aria-label': `Edit iSCSI export ${x.name}`, novalidate: true },
     h('div', { class: 'span2' }, field('Alias', alias, 'optional, shown to initiators')),
     field('Enabled', enabled),
+    field('Immediate data', immediate, `${IMMEDIATE_HINT}, from the next login`),
     h('div', { class: 'full field' }, h('span', { class: 'label' }, 'LUNs (exported volumes keep their LUN number; new ones take the next free)'), luns),
     field('CHAP user', chapUser, 'empty removes CHAP'), field('CHAP secret', chapSecret, secretHint(x.chap_secret_set)),
     field('Mutual CHAP user', mutualUser, 'empty removes mutual CHAP'), field('Mutual CHAP secret', mutualSecret, secretHint(x.mutual_secret_set)),
@@ -128,7 +134,7 @@ function editForm(x, volumes, close, refresh) {
       || v.list(inits.value).map((i) => v.iqn(i, 'initiator')).find(Boolean) || null,
     run: () => {
       const body = { alias: alias.value, initiators: v.list(inits.value), enabled: enabled.checked,
-        chap_user: chapUser.value, mutual_user: mutualUser.value };
+        immediate_data: immediate.checked, chap_user: chapUser.value, mutual_user: mutualUser.value };
       const picked = chosen();
       if (picked.length !== current.size || picked.some((vol) => !current.has(vol))) body.luns = assignLuns(x.luns, picked);
       if (!chapUser.value) body.chap_secret = '';
@@ -161,7 +167,8 @@ export async function mount(root) {
         { label: 'CHAP', cell: (x) => h('span', { 'data-testid': 'chap' }, x.chap_user ? `${x.chap_user}${x.mutual_user ? ` + mutual ${x.mutual_user}` : ''}` : 'none') },
         { label: 'Initiators', cell: (x) => (x.initiators && x.initiators.length
           ? h('div', {}, x.initiators.map((i) => h('span', { class: 'sub mono' }, i))) : 'any') },
-        { label: 'Portal', cell: (x) => h('span', { class: 'mono' }, x.portal || '—') },
+        { label: 'Portal', cell: (x) => h('div', {}, h('span', { class: 'mono' }, x.portal || '—'),
+          x.immediate_data ? h('span', { class: 'sub', 'data-testid': 'immediate' }, 'immediate data') : null) },
         { label: 'Status', cell: exportStatus },
         { label: 'Actions', cell: (x) => h('div', { class: 'actions' },
           button('Edit', { class: 'btn small', 'data-testid': `iscsi-edit-${x.name}`, onclick: () => openEdit(x) }),
