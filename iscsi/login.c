@@ -79,6 +79,7 @@ bool login_negotiate_key(struct iscsi_conn *c, const char *k, const char *v, str
     } else if (!strcmp(k, "FirstBurstLength")) {
         uint32_t n = clamp_num(v, 512, 16777215, &ok);
         c->first_burst = n < ISCSI_OUR_FIRST_BURST ? n : ISCSI_OUR_FIRST_BURST;
+        if (c->first_burst > c->max_burst) c->first_burst = c->max_burst;   /* RFC 7143 13.14 */
         text_add(o, k, "%u", c->first_burst);
     } else if (!strcmp(k, "DefaultTime2Wait")) {
         uint32_t n = clamp_num(v, 0, 3600, &ok);

@@ -71,7 +71,10 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-conns")) lim.max_conns = (unsigned)atoi(v);
         else if (!strcmp(a, "--max-per-addr")) lim.max_per_addr = (unsigned)atoi(v);
         else if (!strcmp(a, "--max-prelogin")) lim.max_prelogin = (unsigned)atoi(v);
-        else if (!strcmp(a, "--immediate-data")) cfg.immediate_data = !strcmp(v, "yes");
+        else if (!strcmp(a, "--immediate-data")) {
+            if (strcmp(v, "yes") && strcmp(v, "no")) usage();
+            cfg.immediate_data = !strcmp(v, "yes");
+        }
         else usage();
         i++;
     }

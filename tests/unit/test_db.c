@@ -46,11 +46,14 @@ START_TEST(migrations_and_pragmas)
 END_TEST
 
 /* Migration 4 rebuilds the pools table (layout 'ceph'): rows of a version-3 database, and the
- * references of members and volumes to their pool, must come through. */
+ * references of members and volumes to their pool, must come through. Migration 5 gives an
+ * existing iSCSI export immediate_data 0. */
 START_TEST(pools_rebuild_keeps_rows)
 {
     char err[256];
     ck_assert_int_eq(db_exec(&db, NULL, "DROP TABLE ceph_pools", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "ALTER TABLE iscsi_exports DROP COLUMN immediate_data", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO iscsi_exports(name, iqn, created) VALUES('t','iqn.x:t',1)", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "UPDATE schema_version SET version=3", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pools(id, name, layout, created) VALUES(7,'tank','mirror',1)", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(7,0,'/d0',1)", ""), 0);
@@ -59,6 +62,7 @@ START_TEST(pools_rebuild_keeps_rows)
     ck_assert_msg(db_open(&db, path, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(db_schema_version(&db), db_latest_schema_version());
     ck_assert_int_eq(db_int(&db, -1, "PRAGMA foreign_keys", ""), 1);
+    ck_assert_int_eq(db_int(&db, -1, "SELECT immediate_data FROM iscsi_exports WHERE name='t'", ""), 0);
     ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools p JOIN pool_members m ON m.pool_id=p.id "
                             "JOIN volumes v ON v.pool_id=p.id WHERE p.name='tank' AND p.layout='mirror'", ""), 1);
     /* the references still work: a pool with volumes cannot go, members cascade */

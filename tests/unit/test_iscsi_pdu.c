@@ -201,8 +201,12 @@ START_TEST(test_negotiation)
     ck_assert(login_negotiate_key(&c, "ImmediateData", "No", &o));
     ck_assert_str_eq(answer(&o, "ImmediateData"), "No");
     ck_assert(!c.immediate_data);
+    ck_assert(login_negotiate_key(&c, "MaxBurstLength", "262144", &o));
     ck_assert(login_negotiate_key(&c, "FirstBurstLength", "262144", &o));
     ck_assert_uint_eq(c.first_burst, 65536);
+    ck_assert(login_negotiate_key(&c, "MaxBurstLength", "16384", &o));   /* never above MaxBurstLength */
+    ck_assert(login_negotiate_key(&c, "FirstBurstLength", "65536", &o));
+    ck_assert_uint_eq(c.first_burst, 16384);
     text_free(&o);
 }
 END_TEST
