@@ -4,12 +4,20 @@
 # whose name contains any of the patterns (13_ uses one that matches none to build only).
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0; failed=()
+# Each test's output is also kept, and the end of a failing one is printed again just above the
+# tally: CI shows only the last part of the output, which must say why a test failed.
+logs=$(mktemp -d /tmp/nasd-test-logs.XXXXXX); trap 'rm -rf "$logs"' EXIT
+run_logged() {   # name timeout cmd...: runs cmd, output to the terminal and to a log
+  local name=$1 limit=$2; shift 2
+  # not a pipe into tee: a server a test leaves behind would keep it open and hold the run
+  timeout "$limit" "$@" > >(tee "$logs/$name.log") 2>&1
+}
 if [ -z "$INTEGRATION_ONLY" ]; then
   echo "== layout"   # folder include cycles, header comments
   if scripts/check-layout.sh; then pass=$((pass+1)); else fail=$((fail+1)); failed+=(layout); fi
   for t in "$@"; do
     echo "== unit $(basename "$t")"
-    if timeout 300 "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
+    if run_logged "$(basename "$t")" 300 "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
   done
 fi
 if [ -z "$UNIT_ONLY" ]; then
@@ -24,13 +32,18 @@ if [ -z "$UNIT_ONLY" ]; then
     matched=$((matched+1))
     echo "== integration $(basename "$t")"
     start=$(date +%s)
-    if timeout 900 bash "$t"; then pass=$((pass+1)); r=ok; else fail=$((fail+1)); failed+=("$t"); r=FAIL; fi
+    if run_logged "$(basename "$t")" 900 bash "$t"; then pass=$((pass+1)); r=ok; else fail=$((fail+1)); failed+=("$t"); r=FAIL; fi
     echo "-- $(basename "$t"): $r in $(( $(date +%s) - start ))s"
   done
   if [ -n "$TESTS" ] && [ "$matched" -eq 0 ]; then
     echo "note: TESTS=\"$TESTS\" matches no script in tests/integration: none ran"
   fi
 fi
+for t in "${failed[@]}"; do
+  [ -f "$logs/$(basename "$t").log" ] || continue
+  echo; echo "---- last lines of $(basename "$t")"
+  tail -n 40 "$logs/$(basename "$t").log"
+done
 echo
 [ ${#failed[@]} -gt 0 ] && printf 'FAILED: %s\n' "${failed[@]}"
 echo "tests: $pass passed, $fail failed"
