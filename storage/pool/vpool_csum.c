@@ -14,7 +14,8 @@
 #pragma GCC pop_options
 static uint64_t hash_avx2(const void *s) __attribute__((target("avx2")));
 static uint64_t hash_avx2(const void *s) { return XXH3_64bits(s, VP_SECTOR); }
-static int use_avx2 = -1;
+/* atomic: the first sectors may be hashed by several threads at once (same value stored) */
+static _Atomic int use_avx2 = -1;
 #undef XXH3_64bits
 unsigned long long XXH3_64bits(const void *data, size_t len);   /* libxxhash, baseline */
 #else
@@ -24,8 +25,12 @@ unsigned long long XXH3_64bits(const void *data, size_t len);   /* libxxhash, ba
 static inline uint64_t sector_hash(const void *s)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)   /* clang: no "#pragma GCC target" */
-    if (__builtin_expect(use_avx2 < 0, 0)) use_avx2 = __builtin_cpu_supports("avx2");
-    if (use_avx2) return hash_avx2(s);
+    int avx2 = atomic_load_explicit(&use_avx2, memory_order_relaxed);
+    if (__builtin_expect(avx2 < 0, 0)) {
+        avx2 = __builtin_cpu_supports("avx2");
+        atomic_store_explicit(&use_avx2, avx2, memory_order_relaxed);
+    }
+    if (avx2) return hash_avx2(s);
 #endif
     return XXH3_64bits(s, VP_SECTOR);
 }

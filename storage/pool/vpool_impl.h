@@ -513,12 +513,14 @@ static inline void vp_snap_lock_init(pthread_rwlock_t *l)
     pthread_rwlockattr_destroy(&a);
 }
 /* A write to AU au (mapped in v) must copy it first: it belongs to another volume
- * (clone origin) or a snapshot of v holds it. Lock-free hint; rechecked under commit_lock. */
+ * (clone origin) or a snapshot of v holds it. Lock-free hint (relaxed loads: a snapshot
+ * create is ordered by snap_lock, a stale answer otherwise is rechecked under commit_lock). */
 static inline bool vp_snap_shared(struct vpool *p, struct vp_vol *v, uint64_t au)
 {
-    if (!v->last_snap && !v->origin_id) return false;
-    struct vp_au a = p->au[au];
-    return a.vol_id != v->id || a.birth <= v->last_snap;
+    uint32_t last = __atomic_load_n(&v->last_snap, __ATOMIC_RELAXED);
+    if (!last && !v->origin_id) return false;
+    return __atomic_load_n(&p->au[au].vol_id, __ATOMIC_RELAXED) != v->id ||
+           __atomic_load_n(&p->au[au].birth, __ATOMIC_RELAXED) <= last;
 }
 /* Copy-on-write of the AU behind volume extent vext, taking the part of the write
  * [off, off+len) (volume bytes) that falls into it (*used bytes; 0 on lz4 volumes,

@@ -47,14 +47,18 @@ void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
 
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext)
 {
-    p->au[au] = (struct vp_au){ .vol_id = vol_id, .vol_ext = vol_ext };
+    /* field by field, atomically: vp_snap_shared reads them without a lock */
+    __atomic_store_n(&p->au[au].vol_id, vol_id, __ATOMIC_RELAXED);
+    p->au[au].vol_ext = vol_ext;
+    __atomic_store_n(&p->au[au].birth, 0, __ATOMIC_RELAXED);
+    p->au[au].death = 0;
     if (!vol_id && au < p->au_cursor) p->au_cursor = au;   /* lowest free first (vp_alloc_take) */
     atomic_store(&p->meta_dirty[au_pg0(p) + au / vp_au_per_pg(p)], 1);
 }
 
 void vp_au_set_life(struct vpool *p, uint64_t au, uint32_t birth, uint32_t death)
 {
-    p->au[au].birth = birth;
+    __atomic_store_n(&p->au[au].birth, birth, __ATOMIC_RELAXED);
     p->au[au].death = death;
     atomic_store(&p->meta_dirty[au_pg0(p) + au / vp_au_per_pg(p)], 1);
 }

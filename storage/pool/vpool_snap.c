@@ -258,7 +258,7 @@ int vp_snap_cow(struct vpool *p, struct vp_vol *v, uint64_t vext, const uint8_t 
 int vp_snap_cow_range(struct vpool *p, struct vp_vol *v, const uint8_t *src, uint64_t off, size_t len, size_t *consumed)
 {
     *consumed = 0;
-    if (!len || (!v->last_snap && !v->origin_id)) return 0;
+    if (!len || (!__atomic_load_n(&v->last_snap, __ATOMIC_RELAXED) && !v->origin_id)) return 0;
     int rc = 0;
     for (uint64_t e = off / VP_AU_BYTES; e <= (off + len - 1) / VP_AU_BYTES && !rc; e++) {
         uint32_t au = vp_map_get(v, e);

@@ -21,7 +21,7 @@ struct race {
     struct nasd_fsroot *f;
     int a, b;
     atomic_int stop;
-    long reads, bad;
+    atomic_long reads, bad;   /* two readers count */
 };
 
 /* Reads a while the other thread frees its blocks and fills b (likely on the same blocks)
@@ -67,8 +67,8 @@ START_TEST(reads_never_see_freed_blocks)
     }
     atomic_store(&r.stop, 1);
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
-    ck_assert_msg(r.bad == 0, "%ld of %ld reads returned another file's data (%d rounds)", r.bad, r.reads, rounds);
-    ck_assert_int_gt(r.reads, 10);
+    ck_assert_msg(atomic_load(&r.bad) == 0, "%ld of %ld reads returned another file's data (%d rounds)", atomic_load(&r.bad), atomic_load(&r.reads), rounds);
+    ck_assert_int_gt(atomic_load(&r.reads), 10);
     V(f)->close(f, r.a);
     V(f)->close(f, r.b);
     nasd_fsroot_put(f);
