@@ -12,9 +12,16 @@
  *    segment gets its parity (ISA-L xor_gen), goes out as one 1 MiB pwrite per member
  *    into a circular log over the member files, then its writes' remap entries (block ->
  *    log sector) are published and their 16-byte records appended to a journal file.
- * No reads, no cleaning of dead log space, no durability per write: the write path's
- * own cost, which the in-place engine (two random page-cache writes and two reads per
- * 4 KiB) cannot get under. */
+ * No reads, no durability per write: the write path's own cost, which the in-place
+ * engine (two random page-cache writes and two reads per 4 KiB) cannot get under.
+ *  - log + cleaner (-u LIST): the same log over only as many segments as give the working
+ *    set utilisation u of the log space, starting full of the working set. Segments are
+ *    reused only when empty; a cleaner thread keeps a few free by re-logging the live
+ *    sectors of the emptiest segment (greedy: it reads the segment, one 1 MiB pread per
+ *    member, and appends what is still current; a copy overtaken by a newer write is
+ *    dropped when its segment is written). Writers wait when the free segments run low.
+ *    This is the price of a log that is never written home: it prints the write
+ *    amplification (sectors logged / sectors written by the writers). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <isa-l/raid.h>
@@ -51,7 +58,7 @@ static double now(void)
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-struct rec { uint64_t block; uint32_t csum, slot; };
+struct rec { uint64_t block; uint32_t csum, slot, from, pad; };   /* from: cleaner copy of loc from */
 struct seg {
     uint8_t *m[NM];                           /* per member: ROWS chunks, written as they are */
     struct rec rec[SEG_SLOTS];
@@ -63,8 +70,20 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv_free = PTHREAD_COND_INITIALIZER, cv_full = PTHREAD_COND_INITIALIZER;
 static uint64_t next_slot;                    /* global slot counter: segment = next_slot / SEG_SLOTS */
 static uint64_t flushed_segs;                 /* segments written (their buffers free again) */
-static _Atomic uint32_t *remap;
+static _Atomic uint32_t *remap;               /* block -> log location + 1 (segment * SEG_SLOTS + slot) */
 static double flusher_busy;
+
+/* log + cleaner: segment positions and what they hold (mu) */
+#define RESERVE (NBUF + 2)                    /* free segments kept for the cleaner's own appends */
+#define CLEAN_AT (RESERVE + 6)                /* the cleaner works while fewer are free */
+static bool cleaning;                         /* this run reuses segments (else circular) */
+static uint32_t cap_segs;                     /* log space in segments */
+static int32_t *seg_live;                     /* current sectors per segment; -1 free */
+static bool *seg_cleaning;                    /* picked by the cleaner, not empty yet */
+static uint64_t (*seg_block)[SEG_SLOTS];      /* block logged in each slot */
+static uint32_t *free_segs, nfree;
+static uint64_t cleaned_sectors, cleaned_segs, user_sectors;
+static pthread_cond_t cv_clean = PTHREAD_COND_INITIALIZER;
 
 static uint64_t xs(uint64_t *x) { *x ^= *x << 13; *x ^= *x >> 7; *x ^= *x << 17; return *x; }
 
@@ -136,6 +155,31 @@ static uint8_t *slot_ptr(struct seg *s, uint32_t slot)
     return s->m[m] + (size_t)row * CHUNK + (size_t)w * SECT;
 }
 
+/* Puts one 4 KiB block into the open segment; false when the run is stopping. Writers
+ * (from 0) leave RESERVE free segments to the cleaner, whose copies (from = their
+ * location + 1) may use them. */
+static bool append(uint64_t block, const uint8_t *b, uint32_t from)
+{
+    uint32_t cs = (uint32_t)XXH3_64bits(b, SECT) | 1;
+    pthread_mutex_lock(&mu);
+    while ((next_slot / SEG_SLOTS >= flushed_segs + NBUF || (cleaning && !from && nfree < RESERVE)) &&
+           !atomic_load(&stop_flag))
+        pthread_cond_wait(&cv_free, &mu);
+    if (atomic_load(&stop_flag)) { pthread_mutex_unlock(&mu); return false; }
+    uint64_t g = next_slot++;
+    pthread_mutex_unlock(&mu);
+    struct seg *s = &segs[(g / SEG_SLOTS) % NBUF];
+    uint32_t slot = (uint32_t)(g % SEG_SLOTS);
+    memcpy(slot_ptr(s, slot), b, SECT);
+    s->rec[slot] = (struct rec){ block, cs, slot, from, 0 };
+    if (atomic_fetch_add(&s->done, 1) + 1 == SEG_SLOTS) {
+        pthread_mutex_lock(&mu);
+        pthread_cond_broadcast(&cv_full);
+        pthread_mutex_unlock(&mu);
+    }
+    return true;
+}
+
 static void *log_writer(void *arg)
 {
     uint64_t x = 0x9E3779B97F4A7C15ull * ((uintptr_t)arg + 1), n = 0;
@@ -144,29 +188,93 @@ static void *log_writer(void *arg)
     while (!atomic_load(&stop_flag)) {
         uint64_t block = xs(&x) % (span / SECT);
         memcpy(b, &x, sizeof x);
-        uint32_t cs = (uint32_t)XXH3_64bits(b, SECT) | 1;
-        pthread_mutex_lock(&mu);
-        while (next_slot / SEG_SLOTS >= flushed_segs + NBUF) pthread_cond_wait(&cv_free, &mu);
-        uint64_t g = next_slot++;
-        pthread_mutex_unlock(&mu);
-        struct seg *s = &segs[(g / SEG_SLOTS) % NBUF];
-        uint32_t slot = (uint32_t)(g % SEG_SLOTS);
-        memcpy(slot_ptr(s, slot), b, SECT);
-        s->rec[slot] = (struct rec){ block, cs, slot };
-        if (atomic_fetch_add(&s->done, 1) + 1 == SEG_SLOTS) {
-            pthread_mutex_lock(&mu);
-            pthread_cond_broadcast(&cv_full);
-            pthread_mutex_unlock(&mu);
-        }
+        if (!append(block, b, 0)) break;
         n++;
     }
     free(b);
     return (void *)(uintptr_t)n;
 }
 
+/* ---- log + cleaner ---- */
+static void seg_release(uint32_t pos)   /* mu held: an empty segment is free again */
+{
+    seg_live[pos] = -1;
+    seg_cleaning[pos] = false;
+    free_segs[nfree++] = pos;
+    pthread_cond_broadcast(&cv_free);
+}
+
+static void *cleaner(void *arg)
+{
+    (void)arg;
+    uint8_t *m[NM];
+    for (int i = 0; i < NM; i++)
+        if (posix_memalign((void **)&m[i], 64, SEG_MEMBER)) exit(1);
+    struct seg rd;
+    for (int i = 0; i < NM; i++) rd.m[i] = m[i];
+    while (!atomic_load(&stop_flag)) {
+        pthread_mutex_lock(&mu);
+        while (nfree >= CLEAN_AT && !atomic_load(&stop_flag)) pthread_cond_wait(&cv_clean, &mu);
+        int64_t victim = -1;
+        for (uint32_t i = 0; i < cap_segs; i++)   /* greedy: fewest current sectors */
+            if (seg_live[i] > 0 && !seg_cleaning[i] && (victim < 0 || seg_live[i] < seg_live[victim])) victim = i;
+        if (victim >= 0) seg_cleaning[victim] = true;   /* until its copies empty it */
+        pthread_mutex_unlock(&mu);
+        if (victim < 0 || atomic_load(&stop_flag)) break;
+        for (int i = 0; i < NM; i++)
+            if (pread(fds[i], m[i], SEG_MEMBER, (off_t)((uint64_t)victim * SEG_MEMBER)) != SEG_MEMBER) exit(1);
+        uint64_t moved = 0;
+        for (uint32_t slot = 0; slot < SEG_SLOTS; slot++) {
+            uint32_t loc = (uint32_t)victim * SEG_SLOTS + slot + 1;
+            uint64_t block = seg_block[victim][slot];
+            if (atomic_load(&remap[block]) != loc) continue;
+            if (!append(block, slot_ptr(&rd, slot), loc)) break;
+            moved++;
+        }
+        pthread_mutex_lock(&mu);
+        cleaned_sectors += moved;
+        cleaned_segs++;
+        pthread_mutex_unlock(&mu);
+    }
+    for (int i = 0; i < NM; i++) free(m[i]);
+    return NULL;
+}
+
+/* a fresh log for a cleaning run: the working set written in order, the rest free */
+static void log_reset(uint32_t segs_cap)
+{
+    cap_segs = segs_cap;
+    nfree = 0;
+    next_slot = flushed_segs = 0;
+    cleaned_sectors = cleaned_segs = user_sectors = 0;
+    for (int i = 0; i < NBUF; i++) atomic_store(&segs[i].done, 0);
+    uint64_t nb = span / SECT;
+    for (uint32_t pos = 0; pos < cap_segs; pos++) {
+        seg_live[pos] = 0;
+        seg_cleaning[pos] = false;
+        for (uint32_t slot = 0; slot < SEG_SLOTS; slot++) {
+            uint64_t block = (uint64_t)pos * SEG_SLOTS + slot;
+            if (block < nb) {
+                seg_block[pos][slot] = block;
+                atomic_store(&remap[block], pos * SEG_SLOTS + slot + 1);
+                seg_live[pos]++;
+            }
+        }
+    }
+    for (uint32_t pos = cap_segs; pos-- > 0;) if (!seg_live[pos]) seg_release(pos);
+}
+
 static void write_segment(struct seg *s, uint64_t index)
 {
     uint64_t nsegs = (member_mb << 20) / SEG_MEMBER, pos = index % nsegs;
+    if (cleaning) {
+        pthread_mutex_lock(&mu);
+        if (!nfree) { fprintf(stderr, "row_ceiling: log full\n"); exit(1); }
+        pos = free_segs[--nfree];
+        seg_live[pos] = 0;
+        if (nfree < CLEAN_AT) pthread_cond_signal(&cv_clean);
+        pthread_mutex_unlock(&mu);
+    }
     for (uint32_t r = 0; r < ROWS; r++) {
         int pm = (int)(r % NM);
         void *v[NM];
@@ -178,7 +286,23 @@ static void write_segment(struct seg *s, uint64_t index)
     for (int m = 0; m < NM; m++)
         if (pwrite(fds[m], s->m[m], SEG_MEMBER, (off_t)(pos * SEG_MEMBER)) != SEG_MEMBER) exit(1);
     uint32_t base = (uint32_t)(pos * SEG_SLOTS);
-    for (uint32_t i = 0; i < SEG_SLOTS; i++) atomic_store(&remap[s->rec[i].block], base + s->rec[i].slot + 1);
+    if (!cleaning) {
+        for (uint32_t i = 0; i < SEG_SLOTS; i++) atomic_store(&remap[s->rec[i].block], base + s->rec[i].slot + 1);
+    } else {   /* publish: the old location's segment loses a sector, a stale cleaner copy is dropped */
+        pthread_mutex_lock(&mu);
+        for (uint32_t i = 0; i < SEG_SLOTS; i++) {
+            const struct rec *r = &s->rec[i];
+            uint32_t old = atomic_load(&remap[r->block]);
+            if (r->from && old != r->from) continue;
+            if (!r->from) user_sectors++;
+            atomic_store(&remap[r->block], base + r->slot + 1);
+            seg_block[pos][r->slot] = r->block;
+            seg_live[pos]++;
+            if (old && --seg_live[(old - 1) / SEG_SLOTS] == 0) seg_release((old - 1) / SEG_SLOTS);
+        }
+        if (!seg_live[pos]) seg_release((uint32_t)pos);
+        pthread_mutex_unlock(&mu);
+    }
     static uint64_t jpos;
     if (pwrite(jfd, s->rec, sizeof s->rec, (off_t)jpos) != (ssize_t)sizeof s->rec) exit(1);
     jpos = (jpos + sizeof s->rec) % (64ull << 20);
@@ -206,13 +330,19 @@ static void *flusher(void *arg)
 
 static double run(void *(*fn)(void *), bool with_flusher)
 {
-    pthread_t th[64], fl;
+    pthread_t th[64], fl, cl;
     atomic_store(&stop_flag, 0);
     double t0 = now();
     if (with_flusher) pthread_create(&fl, NULL, flusher, NULL);
+    if (cleaning) pthread_create(&cl, NULL, cleaner, NULL);
     for (int i = 0; i < nthreads; i++) pthread_create(&th[i], NULL, fn, (void *)(uintptr_t)i);
     usleep((useconds_t)(secs * 1e6));
+    pthread_mutex_lock(&mu);
     atomic_store(&stop_flag, 1);
+    pthread_cond_broadcast(&cv_free);
+    pthread_cond_broadcast(&cv_clean);
+    pthread_mutex_unlock(&mu);
+    if (cleaning) pthread_join(cl, NULL);
     uint64_t ops = 0;
     for (int i = 0; i < nthreads; i++) {
         void *r;
@@ -234,13 +364,15 @@ static double run(void *(*fn)(void *), bool with_flusher)
 int main(int argc, char **argv)
 {
     int c;
-    while ((c = getopt(argc, argv, "d:s:t:j:")) != -1) {
+    char ulist[128] = "0.67,0.76,0.9";
+    while ((c = getopt(argc, argv, "d:s:t:j:u:")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
         case 't': secs = atof(optarg); break;
         case 'j': nthreads = atoi(optarg); break;
-        default: fprintf(stderr, "usage: row_ceiling [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS]\n"); return 64;
+        case 'u': snprintf(ulist, sizeof ulist, "%s", optarg); break;
+        default: fprintf(stderr, "usage: row_ceiling [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-u U,...]\n"); return 64;
         }
     }
     if (nthreads < 1 || nthreads > 64 || member_mb < 64) return 64;
@@ -254,11 +386,42 @@ int main(int argc, char **argv)
            (unsigned long long)member_mb, dir, (unsigned long long)(span >> 20), nthreads, secs);
     double raw = run(raw_writer, false);
     double inp = run(inplace_writer, false);
-    double lg = run(log_writer, true);
+    double lg = run(log_writer, true), lg_busy = flusher_busy;
+    /* log + cleaner at each utilisation the member files can hold */
+    uint32_t max_segs = (uint32_t)((member_mb << 20) / SEG_MEMBER), wsegs = (uint32_t)((span / SECT + SEG_SLOTS - 1) / SEG_SLOTS);
+    seg_live = calloc(max_segs, sizeof *seg_live);
+    seg_cleaning = calloc(max_segs, sizeof *seg_cleaning);
+    seg_block = calloc(max_segs, sizeof *seg_block);
+    free_segs = calloc(max_segs, sizeof *free_segs);
+    struct { double u, iops, wa; uint64_t segs; } cl[8];
+    int ncl = 0;
+    for (char *tok = strtok(ulist, ","); tok && ncl < 8; tok = strtok(NULL, ",")) {
+        double u = atof(tok);
+        uint32_t cap = u > 0 ? (uint32_t)(wsegs / u + 0.5) : 0;
+        if (cap < wsegs + CLEAN_AT + 2 || cap > max_segs) {
+            printf("  u=%s: needs %u segments of 1 MiB per member, the members hold %u (-s)\n", tok, cap, max_segs);
+            continue;
+        }
+        log_reset(cap);
+        cleaning = true;
+        cl[ncl].iops = run(log_writer, true);
+        cleaning = false;
+        uint64_t live = 0;   /* every block is current in exactly one written slot */
+        for (uint32_t i = 0; i < cap; i++) live += seg_live[i] > 0 ? (uint64_t)seg_live[i] : 0;
+        if (live != span / SECT) { fprintf(stderr, "row_ceiling: %llu current sectors, not %llu\n",
+                                           (unsigned long long)live, (unsigned long long)(span / SECT)); return 1; }
+        cl[ncl].u = (double)(span / SECT) / ((double)cap * SEG_SLOTS);
+        cl[ncl].wa = user_sectors ? (double)(user_sectors + cleaned_sectors) / (double)user_sectors : 0;
+        cl[ncl].segs = cleaned_segs;
+        ncl++;
+    }
     double raw2 = run(raw_writer, false);
     double mean = (raw + raw2) / 2;
     printf("rand write 4K IOPS: raw %.0f (before) / %.0f (after)\n", raw, raw2);
     printf("  in-place raidz1 floor %.0f (%.2fx raw), full-stripe log %.0f (%.2fx raw; its flusher busy %.2f s)\n",
-           inp, inp / mean, lg, lg / mean, flusher_busy);
+           inp, inp / mean, lg, lg / mean, lg_busy);
+    for (int i = 0; i < ncl; i++)
+        printf("  log + cleaner, working set %.2f of the log space: %.0f (%.2fx raw), write amplification %.2f, "
+               "%llu segments cleaned\n", cl[i].u, cl[i].iops, cl[i].iops / mean, cl[i].wa, (unsigned long long)cl[i].segs);
     return 0;
 }

@@ -9,7 +9,8 @@ bench-vpool: $(B)/bench/vpool_bench $(B)/bench/cpu_probe
 	@echo "cpu probe after (ms):" $$($(B)/bench/cpu_probe)
 
 # What the raidz1 random-write path could reach (bench/row_ceiling.c): raw vs the
-# system calls of an in-place write vs full-stripe log segments, one run.
+# system calls of an in-place write vs full-stripe log segments, without and with a
+# cleaner at several fullnesses of the log space (ROW_CEILING_ARGS="-u 0.7,0.8"), one run.
 .PHONY: bench-row-ceiling
 BENCHES += bench-row-ceiling
 bench-row-ceiling: $(B)/bench/row_ceiling
