@@ -79,7 +79,9 @@ static double flusher_busy;
 static bool cleaning;                         /* this run reuses segments (else circular) */
 static uint32_t cap_segs;                     /* log space in segments */
 static int32_t *seg_live;                     /* current sectors per segment; -1 free */
-static bool *seg_cleaning;                    /* picked by the cleaner, not empty yet */
+static bool *seg_cleaning;                    /* picked by the cleaner, not released yet */
+static struct held { uint32_t seg; uint64_t until; } *held;   /* victims whose copies are below slot until */
+static uint32_t nheld;
 static uint64_t (*seg_block)[SEG_SLOTS];      /* block logged in each slot */
 static uint32_t *free_segs, nfree;
 static uint64_t cleaned_sectors, cleaned_segs, user_sectors;
@@ -204,6 +206,22 @@ static void seg_release(uint32_t pos)   /* mu held: an empty segment is free aga
     pthread_cond_broadcast(&cv_free);
 }
 
+/* mu held: a segment lost its last current sector. A cleaner's victim waits until every
+ * copy taken from it is written (release_cleaned): reused earlier, a block could land in
+ * the same slot again and a stale copy still queued would then pass its check. */
+static void seg_empty(uint32_t pos) { if (!seg_cleaning[pos]) seg_release(pos); }
+
+static void release_cleaned(uint64_t written_slots)   /* mu held: slots below this are published */
+{
+    for (uint32_t i = 0; i < nheld;) {
+        if (held[i].until > written_slots) { i++; continue; }
+        uint32_t pos = held[i].seg;
+        held[i] = held[--nheld];
+        if (seg_live[pos] == 0) seg_release(pos);
+        else seg_cleaning[pos] = false;   /* the cleaner stopped early: an ordinary segment again */
+    }
+}
+
 static void *cleaner(void *arg)
 {
     (void)arg;
@@ -234,6 +252,7 @@ static void *cleaner(void *arg)
         pthread_mutex_lock(&mu);
         cleaned_sectors += moved;
         cleaned_segs++;
+        held[nheld++] = (struct held){ (uint32_t)victim, next_slot };
         pthread_mutex_unlock(&mu);
     }
     for (int i = 0; i < NM; i++) free(m[i]);
@@ -244,7 +263,7 @@ static void *cleaner(void *arg)
 static void log_reset(uint32_t segs_cap)
 {
     cap_segs = segs_cap;
-    nfree = 0;
+    nfree = nheld = 0;
     next_slot = flushed_segs = 0;
     cleaned_sectors = cleaned_segs = user_sectors = 0;
     for (int i = 0; i < NBUF; i++) atomic_store(&segs[i].done, 0);
@@ -298,9 +317,10 @@ static void write_segment(struct seg *s, uint64_t index)
             atomic_store(&remap[r->block], base + r->slot + 1);
             seg_block[pos][r->slot] = r->block;
             seg_live[pos]++;
-            if (old && --seg_live[(old - 1) / SEG_SLOTS] == 0) seg_release((old - 1) / SEG_SLOTS);
+            if (old && --seg_live[(old - 1) / SEG_SLOTS] == 0) seg_empty((old - 1) / SEG_SLOTS);
         }
         if (!seg_live[pos]) seg_release((uint32_t)pos);
+        release_cleaned((index + 1) * SEG_SLOTS);
         pthread_mutex_unlock(&mu);
     }
     static uint64_t jpos;
@@ -393,13 +413,15 @@ int main(int argc, char **argv)
     seg_cleaning = calloc(max_segs, sizeof *seg_cleaning);
     seg_block = calloc(max_segs, sizeof *seg_block);
     free_segs = calloc(max_segs, sizeof *free_segs);
+    held = calloc(max_segs, sizeof *held);
     struct { double u, iops, wa; uint64_t segs; } cl[8];
     int ncl = 0;
     for (char *tok = strtok(ulist, ","); tok && ncl < 8; tok = strtok(NULL, ",")) {
         double u = atof(tok);
         uint32_t cap = u > 0 ? (uint32_t)(wsegs / u + 0.5) : 0;
         if (cap < wsegs + CLEAN_AT + 2 || cap > max_segs) {
-            printf("  u=%s: needs %u segments of 1 MiB per member, the members hold %u (-s)\n", tok, cap, max_segs);
+            printf("  u=%s: not possible here: the log space would be %u segments; from %u to %u fit (-s)\n", tok, cap,
+                   wsegs + CLEAN_AT + 2, max_segs);
             continue;
         }
         log_reset(cap);

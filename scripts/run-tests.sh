@@ -11,6 +11,12 @@ run_logged() {   # name timeout cmd...: runs cmd, output to the terminal and to 
   local name=$1 limit=$2; shift 2
   # not a pipe into tee: a server a test leaves behind would keep it open and hold the run
   timeout "$limit" "$@" > >(tee "$logs/$name.log") 2>&1
+  local rc=$? tee_pid=$!
+  # tee's last lines, before the next test or the tail below (at most 5 s: such a server
+  # may hold tee open)
+  for _ in $(seq 250); do kill -0 "$tee_pid" 2>/dev/null || break; sleep 0.02; done
+  [ "$rc" -eq 124 ] && echo "(killed after ${limit} s: timed out)" | tee -a "$logs/$name.log"
+  return "$rc"
 }
 if [ -z "$INTEGRATION_ONLY" ]; then
   echo "== layout"   # folder include cycles, header comments

@@ -513,8 +513,10 @@ static inline void vp_snap_lock_init(pthread_rwlock_t *l)
     pthread_rwlockattr_destroy(&a);
 }
 /* A write to AU au (mapped in v) must copy it first: it belongs to another volume
- * (clone origin) or a snapshot of v holds it. Lock-free hint (relaxed loads: a snapshot
- * create is ordered by snap_lock, a stale answer otherwise is rechecked under commit_lock). */
+ * (clone origin) or a snapshot of v holds it. Callers hold v->snap_lock shared, which
+ * orders last_snap against snapshot create (exclusive); a unit's owner and birth are set
+ * before the map entry that leads here is published (vp_map_get reads it with acquire).
+ * Relaxed loads; a "shared" answer is rechecked under commit_lock (cow_locked). */
 static inline bool vp_snap_shared(struct vpool *p, struct vp_vol *v, uint64_t au)
 {
     uint32_t last = __atomic_load_n(&v->last_snap, __ATOMIC_RELAXED);
