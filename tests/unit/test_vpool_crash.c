@@ -63,17 +63,11 @@ static void *writer(void *arg)
             if (rc) break;
             continue;
         }
-        /* a thread's slots are its own, so that its acked[] order is the order its writes
-         * reached the pool: every other slot, or (modes 2 and 3) its half of the volume */
-        uint64_t end = NSLOT;
-        if (big_batches >= 2) {
-            slot = (slot / NTHR) % (NSLOT / NTHR) + t * (NSLOT / NTHR);
-            end = (uint64_t)(t + 1) * (NSLOT / NTHR);
-        }
+        if (big_batches >= 2) slot = (slot / NTHR) % (NSLOT / NTHR) + t * (NSLOT / NTHR);   /* own half */
         if (r < 8) {   /* 1..8 writes to consecutive own slots, FUA on the last or a flush */
             int cnt = big_batches ? 65 + (int)((x >> 40) % 136) : 1 + (int)((x >> 40) % 8);
             if (big_batches) r &= ~1u;   /* ends with a flush */
-            for (int i = 0; i < cnt && slot + (uint64_t)i * NTHR < end && !rc; i++, n++) {
+            for (int i = 0; i < cnt && slot + (uint64_t)i * NTHR < NSLOT && !rc; i++, n++) {
                 slots[n] = slot + (uint64_t)i * NTHR;
                 seqs[n] = atomic_fetch_add(&seqno, 1);
                 make_block(&b[n], slots[n], seqs[n]);
