@@ -304,15 +304,18 @@ static inline bool vp_writable(struct vpool *p, int m)
 }
 static inline uint32_t vp_csum_get(struct vpool *p, uint64_t s) { return __atomic_load_n(&p->csum[s], __ATOMIC_ACQUIRE); }
 static inline bool vp_has_data(uint32_t cs) { return cs != VP_CSUM_ZERO && cs != VP_CSUM_MARK; }
+/* words at any address: callers' buffers (a degraded read rebuilds into the reader's) need
+ * not be 8-byte aligned (UBSan in test_vpool_crash: a 4-aligned buffer) */
+typedef uint64_t vp_u64_any __attribute__((aligned(1), may_alias));
 static inline void vp_xor_into(uint8_t *dst, const uint8_t *src, size_t len)
 {
-    uint64_t *d = (uint64_t *)dst;
-    const uint64_t *s = (const uint64_t *)src;
+    vp_u64_any *d = (vp_u64_any *)dst;
+    const vp_u64_any *s = (const vp_u64_any *)src;
     for (size_t i = 0; i < len / 8; i++) d[i] ^= s[i];
 }
-static inline bool vp_all_zero(const uint8_t *b, size_t len)   /* len a multiple of 8, b 8-aligned */
+static inline bool vp_all_zero(const uint8_t *b, size_t len)   /* len a multiple of 8 */
 {
-    const uint64_t *w = (const uint64_t *)b;
+    const vp_u64_any *w = (const vp_u64_any *)b;
     for (size_t i = 0; i < len / 8; i++) if (w[i]) return false;
     return true;
 }
