@@ -33,6 +33,16 @@ static uint8_t *nonzero[NMEM];       /* per BLK of it: holds data (the rest stay
 static uint64_t meta_end, jnl_size, jnl_used, meta_pages, meta_off[2];
 static uint8_t uuid[16];
 
+/* Length of the journal batch at journal offset pos of member image m, 0 where none is.
+ * Header: {magic, pool[16], seq @24, nrec, hdr_pages @36, data_pages @40, pad, csum @48}. */
+static uint64_t batch_len(const uint8_t *m, uint64_t pos)
+{
+    if (pos + VP_SECTOR > jnl_size) return 0;
+    const uint8_t *b = m + VP_JOURNAL_OFF + pos;
+    uint64_t len = ((uint64_t)*(const uint32_t *)(b + 36) + *(const uint32_t *)(b + 40)) * VP_SECTOR;
+    return *(const uint64_t *)b == 0x4c4e524a4c505644ull && len <= jnl_size - pos ? len : 0;
+}
+
 static void die(const char *what) { fprintf(stderr, "import fuzz setup: %s\n", what); abort(); }
 
 static void write_some(struct vpool *p)
@@ -89,13 +99,7 @@ static void setup(void)
             for (uint64_t k = 0; k < BLK && !nonzero[i][b]; k += 8)
                 nonzero[i][b] = *(uint64_t *)(image[i] + b * BLK + k) != 0;
     }
-    for (uint64_t pos = 0; pos + VP_SECTOR <= jnl_size;) {   /* where the batches to replay are */
-        const uint8_t *b = image[0] + VP_JOURNAL_OFF + pos;
-        uint64_t len = ((uint64_t)*(const uint32_t *)(b + 36) + *(const uint32_t *)(b + 40)) * VP_SECTOR;
-        if (*(const uint64_t *)b != 0x4c4e524a4c505644ull || !len || len > jnl_size - pos) break;
-        pos += len;
-        jnl_used = pos;
-    }
+    for (uint64_t len; (len = batch_len(image[0], jnl_used));) jnl_used += len;   /* where the batches to replay are */
     if (!jnl_used) die("no journal batch to replay");
     vpool_close(p);
 }
@@ -128,15 +132,10 @@ static void fix_checksums(uint8_t *m)
             *(uint64_t *)(b + 16) = 0;
             *(uint64_t *)(b + 16) = XXH3_64bits(b, VP_SECTOR);
         }
-    /* journal batches in order: header {magic, pool, seq, nrec, hdr_pages, data_pages, pad, csum} */
-    for (uint64_t pos = 0; pos + VP_SECTOR <= jnl_size;) {
+    for (uint64_t pos = 0, len; (len = batch_len(m, pos)); pos += len) {
         uint8_t *b = m + VP_JOURNAL_OFF + pos;
-        if (*(uint64_t *)b != 0x4c4e524a4c505644ull) break;
-        uint64_t seq = *(uint64_t *)(b + 24), len = ((uint64_t)*(uint32_t *)(b + 36) + *(uint32_t *)(b + 40)) * VP_SECTOR;
-        if (!len || len > jnl_size - pos) break;
         *(uint64_t *)(b + 48) = 0;
-        *(uint64_t *)(b + 48) = XXH3_64bits_withSeed(b, len, seq);
-        pos += len;
+        *(uint64_t *)(b + 48) = XXH3_64bits_withSeed(b, len, *(uint64_t *)(b + 24));   /* seed: seq */
     }
 }
 
