@@ -13,6 +13,28 @@ static int printable(const char *s)
     return 1;
 }
 
+/* mon_host syntax, checked here rather than by librados (a nasd built without it must
+ * answer the same): addresses separated by ",; ", each optionally in [] and with a
+ * v1:/v2: prefix; a piece may not start like an option ("-rf"). IPv6 in [] passes. */
+static int monitors_ok(const char *m)
+{
+    int n = 0;
+    for (const char *p = m; *p;) {
+        size_t len = strcspn(p, ",; []");
+        if (len) {
+            const char *t = p;
+            if (len > 3 && (!strncmp(t, "v1:", 3) || !strncmp(t, "v2:", 3))) { t += 3; len -= 3; }
+            if (*t == '-' || *t == '.' || *t == '_') return 0;
+            for (size_t i = 0; i < len; i++)
+                if (!isalnum((unsigned char)t[i]) && !strchr(":.-_", t[i])) return 0;
+            n++;
+        }
+        p += len;
+        if (*p) p++;
+    }
+    return n > 0;
+}
+
 int api_ceph_conf_parse(json_t *o, struct ceph_conf *c, struct api_reply *r)
 {
     static const char *const allowed[] = { "monitors", "pool", "user", "keyring", "key", "conf", NULL };
@@ -50,11 +72,9 @@ int api_ceph_conf_parse(json_t *o, struct ceph_conf *c, struct api_reply *r)
         return -1;
     }
     if (!c->monitors[0] && !c->conf[0]) { api_error(r, 400, "missing_field", "ceph.monitors (or ceph.conf) is required"); return -1; }
-    for (const char *p = c->monitors; *p; p++) {
-        if (!isalnum((unsigned char)*p) && !strchr("[]:.,; -_", *p)) {
-            api_error(r, 400, "invalid_field", "ceph.monitors: addresses like 10.0.0.1:6789 or [v2:10.0.0.1:3300,v1:10.0.0.1:6789]");
-            return -1;
-        }
+    if (!monitors_ok(c->monitors)) {
+        api_error(r, 400, "invalid_field", "ceph.monitors: addresses like 10.0.0.1:6789 or [v2:10.0.0.1:3300,v1:10.0.0.1:6789]");
+        return -1;
     }
     if (!c->key[0] && !c->keyring[0] && !c->conf[0]) { api_error(r, 400, "missing_field", "ceph.key or ceph.keyring is required"); return -1; }
     for (const char *p = c->key; *p; p++) {
