@@ -52,6 +52,7 @@ struct vpool_member_spec {
 struct vpool_opts {
     uint64_t cache_bytes;   /* RAM cache (read cache + write-back), 0 = default 64 MiB */
     int direct;             /* 1: member I/O with O_DIRECT (bypasses the OS page cache) */
+    int log;                /* create, raidz1 only: log-structured (format 3, no read-modify-write) */
 };
 struct vpool;
 

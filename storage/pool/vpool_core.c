@@ -37,7 +37,7 @@ static struct vpool *pool_new(void)
     for (int i = 0; i < VP_ROW_LOCKS; i++) pthread_mutex_init(&p->row_lock[i], NULL);
     for (int i = 0; i < 64; i++) pthread_mutex_init(&p->part_lock[i], NULL);
     atomic_init(&p->refs, 1);
-    p->fmt = VP_LABEL_VERSION;
+    p->fmt = VP_FMT_DEFAULT;
     return p;
 }
 
@@ -115,6 +115,12 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     if (!p) return -ENOMEM;
     snprintf(p->name, sizeof p->name, "%s", name);
     if (vp_test_create_fmt) p->fmt = (uint32_t)vp_test_create_fmt;
+    if (o && o->log) p->fmt = VP_FMT_LOG;
+    if (vp_is_log(p) && layout != VPOOL_RAIDZ1) {
+        vp_set_err(err, errlen, "a log-structured pool needs the raidz1 layout");
+        pool_free(p);
+        return -EINVAL;
+    }
     p->layout = layout;
     p->n = n;
     uint64_t msize = UINT64_MAX;
@@ -142,6 +148,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
         vp_set_err(err, errlen, "members too small (smallest %llu bytes, need >= 16 MiB)", (unsigned long long)msize);
     for (int i = 0; i < n && !rc; i++) vp_journal_fill(p, p->m[i].fd, p->m[i].path);
     if (!rc && (rc = vp_meta_alloc(p))) vp_set_err(err, errlen, "out of memory for metadata");
+    if (!rc && p->xl) rc = vp_xl_rebuild(p);
     if (!rc) rc = pool_start(p, o);
     if (!rc) {
         p->gen = 1;
@@ -260,6 +267,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     if ((rc = vp_meta_load(p, good, err, errlen))) goto fail_p;
     if ((rc = pool_start(p, o))) goto fail_p;
     if ((rc = vp_replay(p, p->seq, err, errlen))) goto fail_p;
+    if (p->xl && (rc = vp_xl_rebuild(p))) goto fail_p;
     if ((rc = vp_rebuild_vol_maps(p))) goto fail_p;
     uint32_t stale = 0;
     for (int i = 0; i < p->n; i++) if (atomic_load(&p->m[i].state) == VPOOL_M_RESILVERING) stale |= 1u << i;

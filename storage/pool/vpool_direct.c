@@ -25,7 +25,7 @@
  * writes take 1-5 ms (p99 0.9-2.4 ms with the flusher, 0.2-0.7 ms without it). */
 bool vp_direct_ok(struct vpool *p, struct vp_vol *v, uint64_t off, size_t len)
 {
-    if (p->layout == VPOOL_MIRROR || (v->flags & VPOOL_VOL_LZ4)) return false;
+    if (p->layout == VPOOL_MIRROR || (v->flags & VPOOL_VOL_LZ4) || p->xl) return false;   /* format 3: the log */
     size_t min = p->layout == VPOOL_RAIDZ1 ? (size_t)VP_CHUNK * p->ndata : VP_DIRECT_MIN;
     if (off % VP_SECTOR || len % VP_SECTOR || len < min) return false;
     for (int m = 0; m < p->n; m++) if (atomic_load(&p->m[m].state) != VPOOL_M_ONLINE) return false;

@@ -53,6 +53,8 @@
 #define VP_SNAPTAB_PAGES 132
 #define VP_MAX_SNAPS    4092                     /* VP_SNAPTAB_PAGES * VP_SNAP_PER_PG */
 #define VP_GEN_LIVE     UINT32_MAX               /* "generation" of a volume's live map */
+#define VP_FMT_DEFAULT   2   /* on-disk format (label version) 2: AU birth/death + snapshot table */
+#define VP_FMT_LOG       3   /* 3: log-structured raidz1 (vpool_xlate.c) */
 
 struct vp_cache;
 struct vp_par;
@@ -135,7 +137,9 @@ static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
 /* VP_REC_REGION: region a (VP_REGION_SECT pool sectors) may hold direct writes whose
  * checksums are not journaled yet (see vpool_direct.c) */
 enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_LIFE, VP_REC_INTENT = 7,
-       VP_REC_REGION = 8, VP_REC_SYNCED = 9 };
+       VP_REC_REGION = 8, VP_REC_SYNCED = 9, VP_REC_LOC = 10 };
+/* VP_REC_LOC (format 3): pool sector a now lives at physical sector b, checksum a32;
+ * replay keeps it only if the data there matches */
 /* VP_REC_SYNCED: every batch up to seq a is in place and synced (its intents' data is
  * what the members hold), written before a direct write may overwrite such data */
 #define VP_REGION_SECT 4096u      /* 16 MiB of pool sectors per write-intent region */
@@ -251,6 +255,7 @@ struct vpool {
     _Atomic uint64_t repaired, unrepairable;
     struct vp_prof prof;
     struct vp_sim *sim;           /* power-loss simulation (tests only), NULL normally */
+    struct vp_xl *xl;             /* format 3: the translation layer (vpool_xlate.c), else NULL */
     _Atomic int closed;
     atomic_int refs;
 };
@@ -259,6 +264,7 @@ struct vpool {
 /* metadata layout of the pool's format */
 static inline uint64_t vp_au_per_pg(const struct vpool *p) { return p->fmt >= 2 ? VP_AU_PER_PG : VP_MP_PAYLOAD / 8; }
 static inline uint64_t vp_snaptab_pages(const struct vpool *p) { return p->fmt >= 2 ? VP_SNAPTAB_PAGES : 0; }
+static inline bool vp_is_log(const struct vpool *p) { return p->fmt >= VP_FMT_LOG; }
 
 static inline uint64_t vp_row_of(const struct vpool *p, uint64_t sect, int *col)
 {
@@ -324,6 +330,7 @@ static inline bool vp_bit(const uint64_t *b, uint64_t i) { return b[i / 64] >> (
 static inline void vp_bit_set(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i % 64); }
 uint32_t vp_csum_of(const void *sector);
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v);   /* marks the metadata page dirty */
+void vp_loc_dirty(struct vpool *p, uint64_t s);   /* format 3: s's location page */
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext);   /* birth/death 0 */
 void vp_au_set_life(struct vpool *p, uint64_t au, uint32_t birth, uint32_t death);
 void vp_snaptab_dirty(struct vpool *p, unsigned slot);
@@ -365,9 +372,9 @@ int  vp_geometry(struct vpool *p, uint64_t member_size);
 int  vp_write_labels(struct vpool *p, uint32_t only_mask);
 int  vp_wipe_labels(struct vpool *p);
 #define VP_LABEL_MAGIC   0x314c5056445341ull   /* "ASDVPL1" */
-#define VP_LABEL_VERSION 2   /* 2: AU birth/death + snapshot table */
+#define VP_LABEL_VERSION 3   /* newest known */
 #define VP_LABEL_VERSION_MIN 1   /* 1: 8-byte AU entries, no snapshot table (imported, no snapshots) */
-extern int vp_test_create_fmt;   /* tests: format of pools vpool_create makes (0: VP_LABEL_VERSION) */
+extern int vp_test_create_fmt;   /* tests: format of pools vpool_create makes (0: VP_FMT_DEFAULT) */
 struct vp_label {                 /* at the start of a 4 KiB label sector, little endian */
     uint64_t magic;
     uint32_t version, hdr_size;
@@ -397,7 +404,49 @@ int  vp_read_run_locked(struct vpool *p, uint64_t s, unsigned count, uint8_t *bu
 int  vp_apply_writes(struct vpool *p, struct vp_wsect *w, size_t n);  /* sorted by sect */
 int  vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask);
 int  vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep);
+int  vp_resync_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep);   /* errors not counted */
 bool vp_row_live(struct vpool *p, uint64_t row);
+
+/* ---- translation layer of format 3 pools (vpool_xlate.c, vpool_xlog.c) ----
+ * Pool sectors (what volume maps, checksums and the cache use) each live at a
+ * physical sector: phys numbers sectors of the data area with the geometry above
+ * (row, column, w), so the parity group of phys is that of a format 2 pool sector.
+ * Physical space is cut into segments of VP_SEG_ROWS rows; writes append whole parity
+ * groups to the open segment and never overwrite live data. */
+#define VP_SEG_ROWS 16u
+struct vp_xl;
+uint64_t vp_xl_reserve(uint64_t nseg);   /* segments kept back from the usable size */
+int  vp_xl_alloc(struct vpool *p);
+void vp_xl_free(struct vpool *p);
+uint32_t vp_xl_loc(struct vpool *p, uint64_t s);           /* physical sector + 1, 0 = none */
+void vp_xl_loc_load(struct vpool *p, uint64_t s, uint32_t v);   /* metadata load */
+void vp_xl_drop(struct vpool *p, uint64_t s);   /* s holds no data any more (vp_csum_set) */
+int  vp_xl_rebuild(struct vpool *p);             /* import: reverse map, live counts, segments */
+/* Verified reads of pool sectors [s, s+count) of one chunk; xl_held: the caller holds
+ * the read lock (vp_xl_rdlock) */
+int  vp_xl_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, bool xl_held);
+void vp_xl_rdlock(struct vpool *p);
+void vp_xl_unlock(struct vpool *p);
+/* Appends ws (sorted, commit_lock) to the log and publishes them; adds one VP_REC_LOC
+ * per data sector to *recs (n *nrecs, capacity grown as needed). */
+int  vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec **recs, size_t *nrecs);
+/* Frees space for n more sectors: cleans the emptiest segments and checkpoints. */
+int  vp_xl_make_room(struct vpool *p, size_t n);
+int  vp_xl_commit(struct vpool *p, bool durable);   /* vp_commit_ex of format 3 */
+int  vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r);
+void vp_xl_checkpointed(struct vpool *p);   /* members synced, tables written: emptied segments are free */
+uint32_t vp_xl_phys_csum(struct vpool *p, uint64_t phys);   /* checksum of what lives at phys, 0 = none */
+bool vp_xl_row_live(struct vpool *p, uint64_t row);
+struct vp_xl_stats { uint64_t nseg, free, pending, cleaned_segs, moved_sect, written_sect, pad_sect; };
+void vp_xl_stats(struct vpool *p, struct vp_xl_stats *st);
+/* verified read of one physical sector with repair from parity (vpool_layout.c); takes the row lock */
+int  vp_read_phys(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s);
+int  vp_journal_records(struct vpool *p, const struct vp_rec *recs, size_t n);   /* commit_lock */
+/* member write queue of an apply (vpool_layout.c) */
+struct vp_wq_ent { uint64_t off; const uint8_t *buf; size_t len; };
+struct vp_wqueue { struct vp_wq_ent *e; size_t n, cap; int err; };
+int  vp_wq_add(struct vp_wqueue *q, uint64_t off, const uint8_t *buf, size_t len);   /* -ENOMEM */
+int  vp_wq_flush(struct vpool *p, struct vp_wqueue *q);   /* all members' queues, in parallel; frees them */
 
 /* ---- journal / commit (vpool_journal.c) ---- */
 void vp_pend_add(struct vpool *p, const struct vp_rec *r);

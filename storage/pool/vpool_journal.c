@@ -299,6 +299,8 @@ static int add_direct(struct vpool *p, struct vp_wsect **ws, size_t *n, uint8_t 
     return 0;
 }
 
+int vp_journal_records(struct vpool *p, const struct vp_rec *recs, size_t n) { return write_records(p, recs, n); }
+
 int vp_commit(struct vpool *p) { return vp_commit_ex(p, true); }
 
 int vp_writeback(struct vpool *p)
@@ -312,6 +314,7 @@ int vp_writeback(struct vpool *p)
 /* Caller holds commit_lock. */
 int vp_commit_ex(struct vpool *p, bool durable)
 {
+    if (p->xl) return vp_xl_commit(p, durable);
     if (atomic_load(&p->closed) == 2) return -ENXIO;
     uint64_t target = atomic_load(&p->write_gen);
     struct vp_wsect *ws;
@@ -537,7 +540,13 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
     vp_intents_batch(it, h->seq);
     for (uint32_t i = 0; i < h->nrec; i++) {
         const struct vp_rec *x = &r[i];
+        /* format 3 writes nothing in place: no data, intents or regions in its journal */
+        bool in_place = x->type == VP_REC_WRITE || x->type == VP_REC_INTENT || x->type == VP_REC_REGION;
+        if (p->xl ? in_place : x->type == VP_REC_LOC) goto bad;
         switch (x->type) {
+        case VP_REC_LOC:
+            if (vp_xl_replay_loc(p, x)) goto bad;
+            break;
         case VP_REC_WRITE:
             if (x->a >= p->n_sect || d >= dend) goto bad;
             ws[nws++] = (struct vp_wsect){ .sect = x->a, .csum = x->a32, .data = d };

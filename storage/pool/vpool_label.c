@@ -208,13 +208,17 @@ int vp_geometry(struct vpool *p, uint64_t member_size)
     uint64_t sect_max = member_size / VP_CHUNK * VP_CHUNK_SECT * p->ndata;
     uint64_t au_max = sect_max / VP_AU_SECT;
     p->meta_pages = VP_VOLTAB_PAGES + vp_snaptab_pages(p) + (au_max + vp_au_per_pg(p) - 1) / vp_au_per_pg(p)
-                    + (sect_max + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG;
+                    + (sect_max + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG * (vp_is_log(p) ? 2 : 1);
     p->meta_off[0] = VP_JOURNAL_OFF + p->jnl_size;
     p->meta_off[1] = p->meta_off[0] + p->meta_pages * VP_SECTOR;
     p->data_off = (p->meta_off[1] + p->meta_pages * VP_SECTOR + VP_CHUNK - 1) & ~(uint64_t)(VP_CHUNK - 1);
     if (p->data_off >= member_size) return -ENOSPC;
     p->rows = (member_size - p->data_off) / VP_CHUNK;
     p->n_au = p->rows * p->ndata / (VP_AU_SECT / VP_CHUNK_SECT);
+    if (vp_is_log(p)) {   /* whole segments; the cleaner's reserve is not usable */
+        uint64_t nseg = p->rows / VP_SEG_ROWS;
+        p->n_au = nseg > vp_xl_reserve(nseg) ? (nseg - vp_xl_reserve(nseg)) * p->ndata : 0;
+    }
     p->n_sect = p->n_au * VP_AU_SECT;
     return p->n_au ? 0 : -ENOSPC;
 }
@@ -244,6 +248,7 @@ int vp_read_label(int fd, uint64_t off, struct vp_label *l)
         return -EBADMSG;
     if ((l->layout == VPOOL_RAIDZ1 && l->nmembers < 3) || (l->layout == VPOOL_MIRROR && l->nmembers < 2))
         return -EBADMSG;
+    if (l->version >= VP_FMT_LOG && l->layout != VPOOL_RAIDZ1) return -EBADMSG;
     l->name[sizeof l->name - 1] = 0;
     return 0;
 }

@@ -32,14 +32,14 @@ static bool sect_ok(uint32_t cs, const uint8_t *data) { return vp_csum_of(data) 
 
 /* ---------------- reads ---------------- */
 
-/* Locked path for one sector: re-check, then reconstruct and repair. */
-static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
+/* Locked path for one sector: the data at physical sector phys (= the pool sector on
+ * formats 1-2) must match cs; else reconstruct and repair. s names it in messages. */
+static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s)
 {
-    uint32_t cs = vp_csum_get(p, s);
     if (!vp_has_data(cs)) { memset(buf, 0, VP_SECTOR); return 0; }
     int col;
-    uint64_t row = vp_row_of(p, s, &col);
-    unsigned w = s % VP_CHUNK_SECT;
+    uint64_t row = vp_row_of(p, phys, &col);
+    unsigned w = phys % VP_CHUNK_SECT;
     uint64_t off = vp_moff(p, row, w);
     uint8_t *tmp = xalloc(VP_SECTOR);
     if (!tmp) return -ENOMEM;
@@ -97,6 +97,22 @@ static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
     return rc;
 }
 
+static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
+{
+    return read_at_locked(p, s, vp_csum_get(p, s), buf, s);
+}
+
+int vp_read_phys(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s)
+{
+    int col;
+    uint64_t row = vp_row_of(p, phys, &col);
+    pthread_mutex_t *l = vp_rowlock(p, row);
+    pthread_mutex_lock(l);
+    int rc = read_at_locked(p, phys, cs, buf, s);
+    pthread_mutex_unlock(l);
+    return rc;
+}
+
 static int read_slow(struct vpool *p, uint64_t s, uint8_t *buf)
 {
     int col;
@@ -139,11 +155,14 @@ static int read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, b
 
 int vp_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf)
 {
+    if (p->xl) return vp_xl_read_run(p, s, count, buf, false);
     return read_run(p, s, count, buf, false);
 }
 
+/* format 3: the caller holds the translation read lock instead of the row lock */
 int vp_read_run_locked(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf)
 {
+    if (p->xl) return vp_xl_read_run(p, s, count, buf, true);
     return read_run(p, s, count, buf, true);
 }
 
@@ -155,30 +174,33 @@ int vp_read_run_locked(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf
  * pwritev (a sequential batch becomes one or two writes per member, and no two threads
  * contend for one file's inode lock); then the checksums are published. The row locks
  * of every row in the batch are held throughout (taken in index order). */
-struct wq_ent { uint64_t off; const uint8_t *buf; size_t len; };
-struct wqueue { struct wq_ent *e; size_t n, cap; int err; };
 struct apply_ctx {
     struct vpool *p;
-    struct wqueue q[VP_MAXM];
+    struct vp_wqueue q[VP_MAXM];
     size_t par_used;             /* bytes of p->parena handed out (parity of queued rows) */
     uint8_t *col[VP_MAXM], *tmp, *dpar;   /* scratch: columns read, degraded parity */
     bool oom;
 };
 
-static void q_add(struct apply_ctx *a, int m, uint64_t off, const uint8_t *buf, size_t len)
+int vp_wq_add(struct vp_wqueue *q, uint64_t off, const uint8_t *buf, size_t len)
 {
-    struct wqueue *q = &a->q[m];
     if (q->n && q->e[q->n - 1].off + q->e[q->n - 1].len == off && q->e[q->n - 1].buf + q->e[q->n - 1].len == buf) {
         q->e[q->n - 1].len += len;   /* contiguous in memory too */
-        return;
+        return 0;
     }
     if (q->n == q->cap) {
         size_t nc = q->cap ? q->cap * 2 : 256;
-        struct wq_ent *ne = realloc(q->e, nc * sizeof *ne);
-        if (!ne) { a->oom = true; return; }
+        struct vp_wq_ent *ne = realloc(q->e, nc * sizeof *ne);
+        if (!ne) return -ENOMEM;
         q->e = ne; q->cap = nc;
     }
-    q->e[q->n++] = (struct wq_ent){ off, buf, len };
+    q->e[q->n++] = (struct vp_wq_ent){ off, buf, len };
+    return 0;
+}
+
+static void q_add(struct apply_ctx *a, int m, uint64_t off, const uint8_t *buf, size_t len)
+{
+    if (vp_wq_add(&a->q[m], off, buf, len)) a->oom = true;
 }
 
 /* parity space for one row: len bytes, 64 byte aligned, from the pool's arena (sized
@@ -197,12 +219,12 @@ static void queue_runs(struct apply_ctx *a, int m, uint64_t row, const uint8_t *
         if (data[w]) q_add(a, m, vp_moff(a->p, row, w), data[w], VP_SECTOR);
 }
 
-struct flush_job { struct vpool *p; int m; struct wqueue *q; };
+struct flush_job { struct vpool *p; int m; struct vp_wqueue *q; };
 
 static void *flush_member(void *arg)
 {
     struct flush_job *j = arg;
-    struct wqueue *q = j->q;
+    struct vp_wqueue *q = j->q;
     struct iovec iov[VP_IOV_MAX];
     for (size_t i = 0; i < q->n;) {
         uint64_t off = q->e[i].off, end = off;
@@ -344,6 +366,26 @@ static void run_member_jobs(struct vpool *p, const struct vp_job *jobs, int nj, 
         for (int i = 0; i < nj; i++) jobs[i].fn(jobs[i].arg);
     else
         vp_par_run(p, jobs, nj);
+}
+
+int vp_wq_flush(struct vpool *p, struct vp_wqueue *q)
+{
+    struct flush_job fj[VP_MAXM];
+    struct vp_job jobs[VP_MAXM];
+    int nj = 0, rc = 0;
+    size_t pieces = 0;
+    for (int m = 0; m < p->n; m++) {
+        fj[m] = (struct flush_job){ p, m, &q[m] };
+        pieces += q[m].n;
+        if (q[m].n) jobs[nj++] = (struct vp_job){ flush_member, &fj[m] };
+    }
+    run_member_jobs(p, jobs, nj, pieces <= VP_INLINE_PIECES);
+    for (int m = 0; m < p->n; m++) {
+        if (q[m].err) rc = -EIO;
+        free(q[m].e);
+        q[m] = (struct vp_wqueue){0};
+    }
+    return rc;
 }
 
 struct rd_job { struct vpool *p; int m; struct rd_queue *q; struct pre_read *pr; };
@@ -492,9 +534,23 @@ static void lock_rows(struct vpool *p, const struct vp_wsect *ws, size_t n, uint
     }
 }
 
+/* format 3: into the log; the location records join the pending ones (snapshot copies) */
+static int apply_log(struct vpool *p, struct vp_wsect *ws, size_t n)
+{
+    struct vp_rec *recs = NULL;
+    size_t nr = 0;
+    if (!n) return 0;   /* replay of a batch without data */
+    int rc = vp_xl_make_room(p, n);
+    if (!rc) rc = vp_xl_write(p, ws, n, &recs, &nr);
+    for (size_t i = 0; i < nr && !rc; i++) vp_pend_add(p, &recs[i]);
+    free(recs);
+    return rc;
+}
+
 /* Writes sectors (sorted by pool sector) in place and then publishes their checksums. */
 int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
 {
+    if (p->xl) return apply_log(p, ws, n);
     struct apply_ctx a = { .p = p };
     uint8_t held[VP_ROW_LOCKS];
     int ncols = p->layout == VPOOL_RAIDZ1 ? p->ndata : 0, rc = 0;
@@ -577,6 +633,7 @@ out:
 
 bool vp_row_live(struct vpool *p, uint64_t row)
 {
+    if (p->xl) return vp_xl_row_live(p, row);
     for (int c = 0; c < p->ndata; c++) {
         uint64_t au = vp_row_sect0(p, row, c) / VP_AU_SECT;
         if (au < p->n_au && p->au[au].vol_id) return true;
@@ -632,7 +689,31 @@ int vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask)
 
 /* Verifies every checksummed sector of a row (and raidz1 parity); repairs what
  * redundancy allows. Adds to *rep / *unrep. */
+/* checksum of what the data area holds at phys: on format 3 through the reverse map */
+static uint32_t phys_csum(struct vpool *p, uint64_t phys)
+{
+    return p->xl ? vp_xl_phys_csum(p, phys) : vp_csum_get(p, phys);
+}
+
+static int scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep, bool count);
+
+/* format 3: under the translation read lock, so no location changes mid-row */
 int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
+{
+    if (p->xl) vp_xl_rdlock(p);
+    int rc = scrub_row(p, row, rep, unrep, true);
+    if (p->xl) vp_xl_unlock(p);
+    return rc;
+}
+
+/* Import of a format 3 pool: rows written since the last member sync, where a
+ * mismatch is a write the crash cut short, not a member's fault (not counted). */
+int vp_resync_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
+{
+    return scrub_row(p, row, rep, unrep, false);
+}
+
+static int scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep, bool count)
 {
     int n = p->n;
     uint8_t *buf[VP_MAXM] = {0}, *tmp = xalloc(VP_SECTOR);
@@ -648,7 +729,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
     for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
         uint64_t woff = off + w * VP_SECTOR;
         if (p->layout == VPOOL_MIRROR) {
-            uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, 0) + w);
+            uint32_t cs = phys_csum(p, vp_row_sect0(p, row, 0) + w);
             if (!vp_has_data(cs)) continue;
             int good = -1; uint32_t bad = 0;
             for (int m = 0; m < n; m++) {
@@ -658,7 +739,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
             }
             for (int m = 0; m < n; m++) {
                 if (!(bad & (1u << m))) continue;
-                vp_member_ck_err(p, m);
+                if (count) vp_member_ck_err(p, m);
                 if (good >= 0 && vp_mwrite(p, m, buf[good] + w * VP_SECTOR, VP_SECTOR, woff) == 0) (*rep)++;
                 else if (good < 0) { (*unrep)++; break; }
             }
@@ -669,18 +750,18 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
         for (int m = 0; m < n; m++) all_rd &= rd[m];
         for (int c = 0; c < ncols; c++) {
             int m = vp_col_member(p, row, c);
-            uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, c) + w);
+            uint32_t cs = phys_csum(p, vp_row_sect0(p, row, c) + w);
             if (!vp_has_data(cs) || !rd[m]) continue;
             if (!sect_ok(cs, buf[m] + w * VP_SECTOR)) {
                 bad_col = c; nbad++;
-                vp_member_ck_err(p, m);
+                if (count) vp_member_ck_err(p, m);
             }
         }
         if (p->layout == VPOOL_STRIPE) { *unrep += nbad; continue; }
         int pm = vp_parity_member(p, row);
         if (nbad == 1 && all_rd) {
             int bm = vp_col_member(p, row, bad_col);
-            uint32_t cs = vp_csum_get(p, vp_row_sect0(p, row, bad_col) + w);
+            uint32_t cs = phys_csum(p, vp_row_sect0(p, row, bad_col) + w);
             memset(tmp, 0, VP_SECTOR);
             for (int m = 0; m < n; m++) if (m != bm) vp_xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
             if (sect_ok(cs, tmp) && vp_mwrite(p, bm, tmp, VP_SECTOR, woff) == 0) {
@@ -698,7 +779,7 @@ int vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep)
         if (xor_check(n, VP_SECTOR, vec)) {
             memset(tmp, 0, VP_SECTOR);
             for (int m = 0; m < n; m++) if (m != pm) vp_xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
-            vp_member_ck_err(p, pm);
+            if (count) vp_member_ck_err(p, pm);
             if (vp_mwrite(p, pm, tmp, VP_SECTOR, woff) == 0) (*rep)++;
             else (*unrep)++;
         }

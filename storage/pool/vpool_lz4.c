@@ -19,21 +19,22 @@ int vp_lz4_read_chunk(struct vpool *p, uint64_t ps0, uint8_t *out)
 {
     int col;
     uint64_t row = vp_row_of(p, ps0, &col);
-    pthread_mutex_t *l = vp_rowlock(p, row);
-    pthread_mutex_lock(l);   /* the sectors of a compressed chunk only make sense together */
+    /* the sectors of a compressed chunk only make sense together: no commit may change
+     * them meanwhile (format 3: the location lock; in place: the row lock) */
+    pthread_mutex_t *l = p->xl ? NULL : vp_rowlock(p, row);
+    if (l) pthread_mutex_lock(l); else vp_xl_rdlock(p);
     int rc = 0;
     if (vp_csum_get(p, ps0 + VP_CHUNK_SECT - 1) != VP_CSUM_MARK) {
         rc = vp_read_run_locked(p, ps0, VP_CHUNK_SECT, out);
-        pthread_mutex_unlock(l);
+        if (l) pthread_mutex_unlock(l); else vp_xl_unlock(p);
         return rc;
     }
     uint8_t *c = malloc(LZ4C_MAX_SECT * VP_SECTOR);
-    if (!c) { pthread_mutex_unlock(l); return -ENOMEM; }
     unsigned k = 0;
-    while (k < LZ4C_MAX_SECT && vp_csum_get(p, ps0 + k)) k++;
+    while (c && k < LZ4C_MAX_SECT && vp_csum_get(p, ps0 + k)) k++;
     struct lz4c_hdr h;
-    rc = k ? vp_read_run_locked(p, ps0, k, c) : -EIO;
-    pthread_mutex_unlock(l);
+    rc = !c ? -ENOMEM : k ? vp_read_run_locked(p, ps0, k, c) : -EIO;
+    if (l) pthread_mutex_unlock(l); else vp_xl_unlock(p);
     if (!rc) {
         memcpy(&h, c, sizeof h);
         if (h.magic != LZ4C_MAGIC || h.clen > k * VP_SECTOR - sizeof h ||

@@ -37,13 +37,21 @@ _Static_assert(sizeof(struct vol_disk) == 128, "volume entry");
 #define SNAP_PG0 VP_VOLTAB_PAGES
 static uint64_t au_pg0(const struct vpool *p) { return VP_VOLTAB_PAGES + vp_snaptab_pages(p); }
 static uint64_t csum_pg0(const struct vpool *p) { return au_pg0(p) + (p->n_au + vp_au_per_pg(p) - 1) / vp_au_per_pg(p); }
-static uint64_t pages_used(const struct vpool *p) { return csum_pg0(p) + (p->n_sect + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG; }
+/* format 3: the location table follows, as many pages as checksums */
+static uint64_t loc_pg0(const struct vpool *p) { return csum_pg0(p) + (p->n_sect + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG; }
+static uint64_t pages_used(const struct vpool *p)
+{
+    return loc_pg0(p) + (vp_is_log(p) ? (p->n_sect + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG : 0);
+}
 
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
 {
     __atomic_store_n(&p->csum[s], v, __ATOMIC_RELEASE);
     atomic_store(&p->meta_dirty[csum_pg0(p) + s / VP_CSUM_PER_PG], 1);
+    if (p->xl && !vp_has_data(v)) vp_xl_drop(p, s);
 }
+
+void vp_loc_dirty(struct vpool *p, uint64_t s) { atomic_store(&p->meta_dirty[loc_pg0(p) + s / VP_CSUM_PER_PG], 1); }
 
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext)
 {
@@ -85,7 +93,7 @@ int vp_meta_alloc(struct vpool *p)
     p->meta_dirty = calloc(p->meta_pages, 1);
     p->changed_au = calloc(p->n_au, 1);
     if (!p->au || !p->meta_dirty || !p->changed_au || !p->rbits) return -ENOMEM;
-    return 0;
+    return vp_is_log(p) ? vp_xl_alloc(p) : 0;
 }
 
 void vp_meta_free(struct vpool *p)
@@ -102,6 +110,7 @@ void vp_meta_free(struct vpool *p)
     free(p->au);
     free((void *)p->meta_dirty);
     free(p->changed_au);
+    vp_xl_free(p);
     p->csum = NULL; p->au = NULL; p->meta_dirty = NULL; p->changed_au = NULL;
 }
 
@@ -141,10 +150,11 @@ static void page_build(struct vpool *p, uint64_t idx, uint8_t *pg)
         else for (uint64_t i = 0; i < cnt; i++) memcpy(pl + i * 8, &p->au[first + i], 8);   /* vol_id, vol_ext */
         pthread_mutex_unlock(&p->alloc_lock);
     } else {
-        uint64_t first = (idx - csum_pg0(p)) * VP_CSUM_PER_PG;
+        bool loc = idx >= loc_pg0(p);
+        uint64_t first = (idx - (loc ? loc_pg0(p) : csum_pg0(p))) * VP_CSUM_PER_PG;
         uint64_t cnt = p->n_sect - first < VP_CSUM_PER_PG ? p->n_sect - first : VP_CSUM_PER_PG;
         uint32_t *o = (uint32_t *)pl;
-        for (uint64_t i = 0; i < cnt; i++) o[i] = vp_csum_get(p, first + i);
+        for (uint64_t i = 0; i < cnt; i++) o[i] = loc ? vp_xl_loc(p, first + i) : vp_csum_get(p, first + i);
     }
     h->magic = VP_META_MAGIC;
     h->index = (uint32_t)idx;
@@ -254,10 +264,15 @@ static int page_decode(struct vpool *p, uint64_t idx, const uint8_t *pg, char *e
         if (p->fmt >= 2) memcpy(&p->au[first], pl, cnt * sizeof *p->au);
         else for (uint64_t i = 0; i < cnt; i++) memcpy(&p->au[first + i], pl + i * 8, 8);   /* born 0, alive */
     } else {
-        uint64_t first = (idx - csum_pg0(p)) * VP_CSUM_PER_PG;
+        bool loc = idx >= loc_pg0(p);
+        uint64_t first = (idx - (loc ? loc_pg0(p) : csum_pg0(p))) * VP_CSUM_PER_PG;
         uint64_t cnt = p->n_sect - first < VP_CSUM_PER_PG ? p->n_sect - first : VP_CSUM_PER_PG;
         const uint32_t *in = (const uint32_t *)pl;
-        for (uint64_t i = 0; i < cnt; i++) if (in[i]) p->csum[first + i] = in[i];
+        for (uint64_t i = 0; i < cnt; i++) {
+            if (!in[i]) continue;
+            if (loc) vp_xl_loc_load(p, first + i, in[i]);   /* checked by vp_xl_rebuild */
+            else p->csum[first + i] = in[i];
+        }
     }
     return 0;
 }
@@ -335,5 +350,6 @@ int vp_checkpoint(struct vpool *p)
     rc = vp_write_labels(p, 0);
     if (rc) return rc;
     p->jpos = 0;
+    if (p->xl) vp_xl_checkpointed(p);
     return vp_pool_state(p) == VPOOL_FAULTED ? -EIO : 0;
 }

@@ -120,6 +120,7 @@ int vp_bg_start(struct vpool *p, int kind, uint32_t mask)
         atomic_store(&p->scrub_repaired, 0);
         atomic_store(&p->scrub_unrepairable, 0);
     }
+    if (kind == BG_RESILVER_CHANGED && p->xl) kind = BG_RESILVER;   /* format 3 tracks no changed units */
     p->bg_kind = kind;
     p->resilver_mask = mask;
     atomic_store(&p->bg_done, 0);

@@ -193,6 +193,7 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     for (size_t k = 0; k < n && !rc; k++) if (ws[k].data) ws[k].csum = vp_csum_of(ws[k].data);
     /* journal room first: no checkpoint may fall between taking the new unit and
      * publishing it, or import would find two units for one extent */
+    if (!rc && p->xl) rc = vp_xl_make_room(p, n);   /* its checkpoints too come before taking the unit */
     if (!rc) rc = vp_journal_room(p, 2, 0);
     uint64_t nau = 0;
     bool taken = false;
@@ -213,7 +214,7 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     for (size_t k = 0; k < n; k++) ws[k].sect = nau * VP_AU_SECT + idx[k];
     /* rows shared with neighbouring units get new parity: a crash before the sync
      * resyncs them at import, as after a direct write */
-    if (!rc && n) rc = vp_log_regions(p, ws, n);
+    if (!rc && n && !p->xl) rc = vp_log_regions(p, ws, n);   /* format 3 writes no row in place */
     if (!rc) rc = vp_apply_writes(p, ws, n);
     if (rc) {   /* nothing refers to the new unit: give it back */
         if (taken) {   /* checksums first: once free, the unit may be taken at once */

@@ -548,10 +548,13 @@ int vp_debug_locate(struct vpool *p, const char *vol, uint64_t off, int *member,
     uint64_t ps = v ? pool_sect(v, off / VP_SECTOR) : UINT64_MAX;
     pthread_rwlock_unlock(&p->vol_lock);
     if (ps == UINT64_MAX) return -ENOENT;
+    uint64_t phys = ps;
+    if (p->xl && !(phys = vp_xl_loc(p, ps))) return -ENOENT;
+    if (p->xl) phys--;
     int col;
-    uint64_t row = vp_row_of(p, ps, &col);
+    uint64_t row = vp_row_of(p, phys, &col);
     *member = p->layout == VPOOL_MIRROR ? 0 : vp_col_member(p, row, col);
-    *moff = vp_moff(p, row, ps % VP_CHUNK_SECT);
+    *moff = vp_moff(p, row, phys % VP_CHUNK_SECT);
     if (psect) *psect = ps;
     return 0;
 }

@@ -31,6 +31,9 @@ static nasd_bdev *vol;
  * (vpool_direct.c), with or without a flush after them. 3: as 2 with 8..16 slots
  * (32..64 KiB: direct on a stripe only). */
 static int big_batches;
+static int use_log;                      /* format 3 pools (log writes, vpool_xlog.c) */
+static uint64_t member_size = MEMBER_SIZE;
+static int prefill;                      /* all slots written before the writers start */
 
 static void make_block(struct blk *b, uint64_t slot, uint64_t seq)
 {
@@ -118,8 +121,8 @@ static void power_loss_round(enum vpool_layout l, int n, unsigned seed, int big)
     tdir_make(&t, n);
     struct vpool_member_spec ms[4];
     const char *paths[4];
-    for (int i = 0; i < n; i++) { ms[i] = (struct vpool_member_spec){ t.member[i], MEMBER_SIZE }; paths[i] = t.member[i]; }
-    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
+    for (int i = 0; i < n; i++) { ms[i] = (struct vpool_member_spec){ t.member[i], member_size }; paths[i] = t.member[i]; }
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .log = use_log };
     struct vpool *p;
     char err[256];
     ck_assert_int_eq(vpool_create("pl", l, ms, n, &o, &p, err, sizeof err), 0);
@@ -131,9 +134,22 @@ static void power_loss_round(enum vpool_layout l, int n, unsigned seed, int big)
     atomic_store(&seqno, 1);
     atomic_store(&stop, 0);
     pthread_t th[NTHR];
+    if (prefill) {   /* every slot written and flushed: the writers overwrite a full volume */
+        struct blk *pb = aligned_alloc(4096, 64 * sizeof *pb);
+        for (uint64_t s0 = 0; s0 < NSLOT; s0 += 64) {
+            for (int i = 0; i < 64; i++) make_block(&pb[i], s0 + i, 1);
+            ck_assert_int_eq(nasd_bdev_write(vol, pb, s0 * 4096, 64 * 4096, 0), 0);
+        }
+        ck_assert_int_eq(nasd_bdev_flush(vol), 0);
+        for (int s1 = 0; s1 < NSLOT; s1++) { acked[s1] = 1; kind[s1] = 'A'; }
+        atomic_store(&seqno, 2);
+        free(pb);
+    }
     for (int i = 0; i < NTHR; i++) pthread_create(&th[i], NULL, writer, (void *)(intptr_t)i);
-    usleep(100000 + (seed % 7) * 60000);
+    usleep(100000 + (seed % 7) * 60000 + (prefill ? 700000 : 0));
     vp_sim_kill(sim);
+    struct vp_xl_stats xs;
+    vp_xl_stats(p, &xs);   /* the cleaner's work before the crash */
     atomic_store(&stop, 1);
     for (int i = 0; i < NTHR; i++) pthread_join(th[i], NULL);
     nasd_bdev_put(vol);
@@ -143,13 +159,15 @@ static void power_loss_round(enum vpool_layout l, int n, unsigned seed, int big)
     uint64_t nack = 0;
     for (int s = 0; s < NSLOT; s++) nack += kind[s] != 0;
 
-    ck_assert_msg(vpool_import(paths, n, &o, &p, err, sizeof err) == 0, "import after power loss: %s", err);
+    err[0] = 0;
+    int irc = vpool_import(paths, n, &o, &p, err, sizeof err);
+    ck_assert_msg(irc == 0, "import after power loss: %d %s", irc, err);
     int bad = verify(p);
     struct vpool_status st;
     vpool_get_status(p, &st);
-    printf("%s: %llu slots acknowledged, %llu unsynced blocks undone, %d bad, unrepairable %llu\n",
-           vpool_layout_name(l), (unsigned long long)nack, (unsigned long long)undone, bad,
-           (unsigned long long)st.unrepairable);
+    printf("%s%s: %llu slots acknowledged, %llu unsynced blocks undone, %d bad, unrepairable %llu, "
+           "segments cleaned %llu\n", vpool_layout_name(l), use_log ? " (log)" : "", (unsigned long long)nack,
+           (unsigned long long)undone, bad, (unsigned long long)st.unrepairable, (unsigned long long)xs.cleaned_segs);
     ck_assert_int_eq(bad, 0);
     ck_assert_uint_eq(st.unrepairable, 0);
     vpool_close(p);
@@ -165,6 +183,23 @@ static void power_loss_round(enum vpool_layout l, int n, unsigned seed, int big)
     tdir_remove(&t);
 }
 
+static void log_round(unsigned seed, int big, uint64_t msize)
+{
+    use_log = 1;
+    member_size = msize;
+    prefill = msize < MEMBER_SIZE;
+    power_loss_round(VPOOL_RAIDZ1, 4, seed, big);
+    use_log = prefill = 0;
+    member_size = MEMBER_SIZE;
+}
+START_TEST(t_power_loss_log) { log_round((unsigned)_i + 81, 0, MEMBER_SIZE); }
+END_TEST
+START_TEST(t_power_loss_log_batches) { log_round((unsigned)_i + 91, 1, MEMBER_SIZE); }
+END_TEST
+/* 16 MiB members: the 16 MiB volume, written in full first, fills 3/4 of the usable
+ * space, so the cleaner works all along */
+START_TEST(t_power_loss_log_cleaner) { log_round((unsigned)_i + 101, _i % 2, 16ull << 20); }
+END_TEST
 START_TEST(t_power_loss_raidz1) { power_loss_round(VPOOL_RAIDZ1, 4, (unsigned)_i + 1, 0); }
 END_TEST
 START_TEST(t_power_loss_mirror) { power_loss_round(VPOOL_MIRROR, 2, (unsigned)_i + 11, 0); }
@@ -336,6 +371,9 @@ int main(void)
     tcase_add_test(tc, t_direct_taken);
     tcase_add_loop_test(tc, t_power_loss_stripe_direct_small, 0, 3);
     tcase_add_test(tc, t_direct_small_stripe);
+    tcase_add_loop_test(tc, t_power_loss_log, 0, 4);
+    tcase_add_loop_test(tc, t_power_loss_log_batches, 0, 3);
+    tcase_add_loop_test(tc, t_power_loss_log_cleaner, 0, 4);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

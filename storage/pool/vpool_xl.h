@@ -1,0 +1,33 @@
+#pragma once
+/* State of the translation layer of format 3 pools, shared by vpool_xlate.c (tables,
+ * reads, replay) and vpool_xlog.c (log writes, cleaner, commit). Not a public API. */
+#include "storage/pool/vpool_impl.h"
+
+enum { XS_FREE, XS_OPEN, XS_USED, XS_PENDING };   /* PENDING: empty, free at the next checkpoint */
+
+struct vp_xl {
+    uint32_t *loc;                /* n_sect entries: physical sector + 1, 0 = no data */
+    uint32_t *rmap;               /* nphys entries: pool sector + 1 living there, 0 = none */
+    uint32_t *live;               /* per segment: sectors living in it */
+    uint8_t *state;               /* per segment: XS_* */
+    uint64_t nseg, seg_sect, nphys, nfree, npending;
+    uint64_t open_seg;            /* the XS_OPEN segment, UINT64_MAX = none */
+    unsigned open_row, open_w;    /* next parity group of the open segment */
+    bool built;                   /* reverse map and counts valid (after vp_xl_rebuild) */
+    /* held exclusive while locations are published, shared by a read that has to
+     * repair and by scrub: they see each sector's location and checksum together */
+    pthread_rwlock_t lock;
+    uint64_t cleaned_segs, moved_sect, written_sect, pad_sect;
+    /* import: physical sectors that replayed records now point to; their parity groups
+     * may be torn (written since the last member sync) and are resynced */
+    uint64_t *replayed;
+    size_t nreplayed, replayed_cap;
+};
+
+static inline uint64_t xl_seg_of(const struct vp_xl *x, uint64_t phys) { return phys / x->seg_sect; }
+static inline uint32_t xl_rmap_get(const struct vp_xl *x, uint64_t phys) { return __atomic_load_n(&x->rmap[phys], __ATOMIC_RELAXED); }
+static inline uint8_t xl_state_get(const struct vp_xl *x, uint64_t seg) { return __atomic_load_n(&x->state[seg], __ATOMIC_RELAXED); }
+static inline void xl_state_set(struct vp_xl *x, uint64_t seg, uint8_t st) { __atomic_store_n(&x->state[seg], st, __ATOMIC_RELAXED); }
+/* commit_lock held (or import): s now lives at phys / no longer at phys */
+void xl_enliven(struct vp_xl *x, uint64_t phys, uint64_t s);
+void xl_unlive(struct vp_xl *x, uint64_t phys);

@@ -1,0 +1,276 @@
+/* Translation layer of format 3 (log-structured raidz1) pools: the location of every
+ * pool sector (checkpointed with the metadata), the reverse map and per-segment live
+ * counts (rebuilt at import), verified reads through the locations, and replay of
+ * location records. Writing, the cleaner and the commit are in vpool_xlog.c. */
+#include "storage/pool/vpool_xl.h"
+#include "util/log.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+uint64_t vp_xl_reserve(uint64_t nseg)
+{
+    /* the cleaner's working room: with less, a full pool pays for every write several
+     * times over (bench-row-ceiling: amplification 5.5 at 90 % full) */
+    return nseg / 16 > 4 ? nseg / 16 : 4;
+}
+
+static void *map_zeroed(size_t len)
+{
+    void *m = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+int vp_xl_alloc(struct vpool *p)
+{
+    struct vp_xl *x = calloc(1, sizeof *x);
+    if (!x) return -ENOMEM;
+    p->xl = x;
+    x->nseg = p->rows / VP_SEG_ROWS;
+    x->seg_sect = (uint64_t)VP_SEG_ROWS * VP_CHUNK_SECT * p->ndata;
+    x->nphys = x->nseg * x->seg_sect;
+    x->open_seg = UINT64_MAX;
+    pthread_rwlock_init(&x->lock, NULL);
+    if (x->nphys >= UINT32_MAX) return -EFBIG;   /* 4-byte locations: 16 TiB of data area */
+    x->loc = map_zeroed(p->n_sect * 4);
+    x->rmap = map_zeroed(x->nphys * 4);
+    x->live = calloc(x->nseg ? x->nseg : 1, sizeof *x->live);
+    x->state = calloc(x->nseg ? x->nseg : 1, 1);
+    return x->loc && x->rmap && x->live && x->state ? 0 : -ENOMEM;
+}
+
+void vp_xl_free(struct vpool *p)
+{
+    struct vp_xl *x = p->xl;
+    if (!x) return;
+    if (x->loc) munmap(x->loc, p->n_sect ? p->n_sect * 4 : 1);
+    if (x->rmap) munmap(x->rmap, x->nphys ? x->nphys * 4 : 1);
+    free(x->live);
+    free(x->state);
+    free(x->replayed);
+    pthread_rwlock_destroy(&x->lock);
+    free(x);
+    p->xl = NULL;
+}
+
+uint32_t vp_xl_loc(struct vpool *p, uint64_t s) { return __atomic_load_n(&p->xl->loc[s], __ATOMIC_ACQUIRE); }
+void vp_xl_loc_load(struct vpool *p, uint64_t s, uint32_t v) { p->xl->loc[s] = v; }
+void vp_xl_rdlock(struct vpool *p) { pthread_rwlock_rdlock(&p->xl->lock); }
+void vp_xl_unlock(struct vpool *p) { pthread_rwlock_unlock(&p->xl->lock); }
+
+void xl_enliven(struct vp_xl *x, uint64_t phys, uint64_t s)
+{
+    __atomic_store_n(&x->rmap[phys], (uint32_t)s + 1, __ATOMIC_RELAXED);
+    x->live[xl_seg_of(x, phys)]++;
+}
+
+void xl_unlive(struct vp_xl *x, uint64_t phys)
+{
+    uint64_t seg = xl_seg_of(x, phys);
+    __atomic_store_n(&x->rmap[phys], 0, __ATOMIC_RELAXED);
+    if (x->live[seg]) x->live[seg]--;
+    if (!x->live[seg] && xl_state_get(x, seg) == XS_USED) {
+        xl_state_set(x, seg, XS_PENDING);
+        x->npending++;
+    }
+}
+
+void vp_xl_drop(struct vpool *p, uint64_t s)
+{
+    struct vp_xl *x = p->xl;
+    uint32_t l = x->loc[s];
+    if (!l) return;
+    __atomic_store_n(&x->loc[s], 0, __ATOMIC_RELEASE);   /* after the checksum (vp_csum_set) */
+    vp_loc_dirty(p, s);
+    if (x->built) xl_unlive(x, l - 1);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A parity group whose data reached the disk without its parity (or the reverse)
+ * would turn a later member loss into lost sectors. The rows replayed records point
+ * into are scrubbed (after the reverse map is built): a sector accepted through parity
+ * is written back to its member, then parity is made the XOR of the data columns. The
+ * groups there are this epoch's (written whole, once per checkpoint epoch), so nothing
+ * older depends on their old parity. */
+static int resync_rows(struct vpool *p)
+{
+    struct vp_xl *x = p->xl;
+    uint64_t *g = x->replayed, rep = 0, unrep = 0;
+    size_t n = x->nreplayed;
+    for (size_t i = 0; i < n; i++) {
+        int col;
+        g[i] = vp_row_of(p, g[i], &col);
+    }
+    qsort(g, n, sizeof *g, cmp_u64);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!i || g[i] != g[i - 1]) rc = vp_resync_row(p, g[i], &rep, &unrep);
+    if (rep || unrep)
+        log_info("vpool %s: %llu sectors or parity written before the crash made good, %llu not", p->name,
+                 (unsigned long long)rep, (unsigned long long)unrep);
+    return rc;
+}
+
+/* Import: every location must point into the data area, at most once, and only for a
+ * sector with data; the rest is dropped (it cannot be read correctly anyway). */
+int vp_xl_rebuild(struct vpool *p)
+{
+    struct vp_xl *x = p->xl;
+    memset(x->live, 0, x->nseg * sizeof *x->live);
+    if (x->nphys) memset(x->rmap, 0, x->nphys * 4);
+    uint64_t bad = 0, lost = 0;
+    for (uint64_t s = 0; s < p->n_sect; s++) {
+        uint32_t l = x->loc[s], cs = p->csum[s];
+        if (!l) { lost += vp_has_data(cs); continue; }
+        if (l - 1 >= x->nphys || !vp_has_data(cs) || x->rmap[l - 1]) {
+            bad++;
+            x->loc[s] = 0;
+            vp_loc_dirty(p, s);
+            continue;
+        }
+        x->rmap[l - 1] = (uint32_t)s + 1;
+        x->live[xl_seg_of(x, l - 1)]++;
+    }
+    x->nfree = x->npending = 0;
+    x->open_seg = UINT64_MAX;
+    for (uint64_t g = 0; g < x->nseg; g++) {
+        xl_state_set(x, g, x->live[g] ? XS_USED : XS_FREE);
+        x->nfree += !x->live[g];
+    }
+    x->built = true;
+    int rc = resync_rows(p);
+    free(x->replayed);
+    x->replayed = NULL;
+    x->nreplayed = x->replayed_cap = 0;
+    if (rc) return rc;
+    if (bad || lost)
+        log_warn("vpool %s: %llu invalid locations dropped, %llu sectors without one (they read as errors)", p->name,
+                 (unsigned long long)bad, (unsigned long long)lost);
+    return 0;
+}
+
+static bool sect_ok(uint32_t cs, const uint8_t *d) { return vp_csum_of(d) == cs; }
+
+/* Slow path of one sector: location and checksum read together, then a read that
+ * rebuilds from parity and repairs. */
+static int read_one_locked(struct vpool *p, uint64_t s, uint8_t *buf)
+{
+    uint32_t l = vp_xl_loc(p, s), cs = vp_csum_get(p, s);
+    if (!vp_has_data(cs)) { memset(buf, 0, VP_SECTOR); return 0; }
+    if (!l) {
+        atomic_fetch_add(&p->unrepairable, 1);
+        log_warn("vpool %s: pool sector %llu has no location", p->name, (unsigned long long)s);
+        return -EIO;
+    }
+    return vp_read_phys(p, l - 1, cs, buf, s);
+}
+
+int vp_xl_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, bool xl_held)
+{
+    if (count > VP_CHUNK_SECT || s + count > p->n_sect) return -EINVAL;
+    uint32_t cs[VP_CHUNK_SECT], lc[VP_CHUNK_SECT];
+    bool ok[VP_CHUNK_SECT] = {0};
+    for (unsigned i = 0; i < count; i++) {
+        lc[i] = vp_xl_loc(p, s + i);
+        cs[i] = vp_csum_get(p, s + i);
+    }
+    /* runs that are consecutive in one physical chunk: one read each */
+    for (unsigned i = 0; i < count;) {
+        if (!vp_has_data(cs[i]) || !lc[i]) { i++; continue; }
+        unsigned j = i + 1;
+        while (j < count && vp_has_data(cs[j]) && lc[j] == lc[j - 1] + 1 && (lc[j] - 1) % VP_CHUNK_SECT) j++;
+        int col;
+        uint64_t ph = lc[i] - 1, row = vp_row_of(p, ph, &col);
+        int m = vp_col_member(p, row, col);
+        if (vp_readable(p, m) &&
+            vp_mread(p, m, buf + (size_t)i * VP_SECTOR, (size_t)(j - i) * VP_SECTOR, vp_moff(p, row, ph % VP_CHUNK_SECT)) == 0)
+            for (unsigned k = i; k < j; k++) ok[k] = true;
+        i = j;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        uint8_t *b = buf + (size_t)i * VP_SECTOR;
+        if (!vp_has_data(cs[i])) { memset(b, 0, VP_SECTOR); continue; }
+        if (ok[i] && sect_ok(cs[i], b)) continue;
+        if (!xl_held) vp_xl_rdlock(p);
+        int rc = read_one_locked(p, s + i, b);
+        if (!xl_held) vp_xl_unlock(p);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+uint32_t vp_xl_phys_csum(struct vpool *p, uint64_t phys)
+{
+    struct vp_xl *x = p->xl;
+    uint32_t r = phys < x->nphys ? xl_rmap_get(x, phys) : 0;
+    if (!r || vp_xl_loc(p, r - 1) != phys + 1) return 0;
+    return vp_csum_get(p, r - 1);
+}
+
+bool vp_xl_row_live(struct vpool *p, uint64_t row)
+{
+    struct vp_xl *x = p->xl;
+    uint64_t seg = row / VP_SEG_ROWS;
+    return seg < x->nseg && xl_state_get(x, seg) != XS_FREE;
+}
+
+/* The data at physical sector phys matches cs, read from its member or rebuilt from the
+ * others (nothing is repaired or counted: a torn record is expected after a crash). */
+static bool phys_matches(struct vpool *p, uint64_t phys, uint32_t cs)
+{
+    uint8_t *a = NULL, *t = NULL;
+    if (posix_memalign((void **)&a, 64, VP_SECTOR) || posix_memalign((void **)&t, 64, VP_SECTOR)) {
+        free(a);
+        return false;
+    }
+    int col;
+    uint64_t row = vp_row_of(p, phys, &col), off = vp_moff(p, row, phys % VP_CHUNK_SECT);
+    int dm = vp_col_member(p, row, col);
+    bool ok = vp_readable(p, dm) && vp_mread(p, dm, a, VP_SECTOR, off) == 0 && sect_ok(cs, a);
+    if (!ok) {
+        bool all = true;
+        memset(a, 0, VP_SECTOR);
+        for (int m = 0; m < p->n && all; m++) {
+            if (m == dm) continue;
+            all = vp_readable(p, m) && vp_mread(p, m, t, VP_SECTOR, off) == 0;
+            if (all) vp_xor_into(a, t, VP_SECTOR);
+        }
+        ok = all && sect_ok(cs, a);
+    }
+    free(a); free(t);
+    return ok;
+}
+
+int vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r)
+{
+    struct vp_xl *x = p->xl;
+    if (!x || r->a >= p->n_sect || r->b >= x->nphys || !vp_has_data(r->a32)) return -EBADMSG;
+    if (!phys_matches(p, r->b, r->a32)) return 0;   /* its data never made it: the older location stays */
+    if (x->nreplayed == x->replayed_cap) {
+        size_t nc = x->replayed_cap ? x->replayed_cap * 2 : 1024;
+        uint64_t *n = realloc(x->replayed, nc * sizeof *n);
+        if (!n) return -ENOMEM;
+        x->replayed = n; x->replayed_cap = nc;
+    }
+    x->replayed[x->nreplayed++] = r->b;
+    vp_csum_set(p, r->a, r->a32);
+    x->loc[r->a] = (uint32_t)r->b + 1;
+    vp_loc_dirty(p, r->a);
+    return 0;
+}
+
+void vp_xl_stats(struct vpool *p, struct vp_xl_stats *st)
+{
+    struct vp_xl *x = p->xl;
+    memset(st, 0, sizeof *st);
+    if (!x) return;
+    pthread_mutex_lock(&p->commit_lock);
+    *st = (struct vp_xl_stats){ x->nseg, x->nfree, x->npending, x->cleaned_segs, x->moved_sect, x->written_sect,
+                                x->pad_sect };
+    pthread_mutex_unlock(&p->commit_lock);
+}

@@ -1,0 +1,382 @@
+/* Log writes of format 3 pools: every write appends whole raidz1 parity groups to the
+ * open segment (nothing is read, nothing live is overwritten, so there is no
+ * read-modify-write and no write hole), the cleaner re-logs the live sectors of the
+ * emptiest segments, and the commit journals location records. An emptied segment
+ * becomes free only at a checkpoint: until then the journal or the checkpointed
+ * location table may still name its contents, which replay falls back to when a newer
+ * copy did not reach the disk. */
+#include "storage/pool/vpool_xl.h"
+#include "util/log.h"
+#include <isa-l.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint8_t zero_sect[VP_SECTOR] __attribute__((aligned(64)));
+
+/* h consecutive parity groups of one row from offset w0; the data sectors fill the
+ * columns one after the other (column c, offset i = data index first + c*h + i), so a
+ * run of consecutive pool sectors stays consecutive on one member */
+struct xl_range { uint64_t row; unsigned w0, h; size_t first, end; };
+
+static int take_segment(struct vpool *p)
+{
+    struct vp_xl *x = p->xl;
+    uint64_t o = x->open_seg;
+    if (o != UINT64_MAX) {   /* full: used, or already empty again */
+        xl_state_set(x, o, x->live[o] ? XS_USED : XS_PENDING);
+        x->npending += !x->live[o];
+    }
+    x->open_seg = UINT64_MAX;
+    for (uint64_t g = 0; g < x->nseg; g++) {
+        if (xl_state_get(x, g) != XS_FREE) continue;
+        xl_state_set(x, g, XS_OPEN);
+        x->nfree--;
+        x->open_seg = g;
+        x->open_row = x->open_w = 0;
+        return 0;
+    }
+    return -ENOSPC;
+}
+
+/* Places nd data sectors: ranges[] in order (*nr of them). */
+static int place(struct vpool *p, size_t nd, struct xl_range **out, size_t *nr)
+{
+    struct vp_xl *x = p->xl;
+    size_t cap = 16, n = 0;
+    struct xl_range *r = malloc(cap * sizeof *r);
+    if (!r) return -ENOMEM;
+    for (size_t k = 0; k < nd;) {
+        if (x->open_seg == UINT64_MAX || x->open_row == VP_SEG_ROWS) {
+            int rc = take_segment(p);
+            if (rc) { free(r); return rc; }
+        }
+        size_t rem = nd - k, h = (rem + p->ndata - 1) / p->ndata;
+        if (h > VP_CHUNK_SECT - x->open_w) h = VP_CHUNK_SECT - x->open_w;
+        if (n == cap) {
+            struct xl_range *nr2 = realloc(r, cap * 2 * sizeof *r);
+            if (!nr2) { free(r); return -ENOMEM; }
+            r = nr2; cap *= 2;
+        }
+        size_t take = h * p->ndata < rem ? h * p->ndata : rem;
+        r[n++] = (struct xl_range){ x->open_seg * VP_SEG_ROWS + x->open_row, x->open_w, (unsigned)h, k, k + take };
+        k += take;
+        x->open_w += (unsigned)h;
+        if (x->open_w == VP_CHUNK_SECT) { x->open_row++; x->open_w = 0; }
+    }
+    *out = r;
+    *nr = n;
+    return 0;
+}
+
+static void parity_of(const uint8_t *const *src, int n, uint8_t *dst)
+{
+    void *vec[VP_MAXM + 1];
+    uintptr_t align = (uintptr_t)dst;
+    for (int c = 0; c < n; c++) { vec[c] = (void *)src[c]; align |= (uintptr_t)src[c]; }
+    vec[n] = dst;
+    if (n >= 2 && align % 32 == 0 && xor_gen(n + 1, VP_SECTOR, vec) == 0) return;   /* ISA-L: 32 byte aligned */
+    memcpy(dst, src[0], VP_SECTOR);
+    for (int c = 1; c < n; c++) vp_xor_into(dst, src[c], VP_SECTOR);
+}
+
+static void lock_rows(struct vpool *p, const struct xl_range *r, size_t nr, bool lock)
+{
+    uint8_t held[VP_ROW_LOCKS] = {0};
+    for (size_t i = 0; i < nr; i++) held[vp_rowlock(p, r[i].row) - p->row_lock] = 1;
+    for (int i = 0; i < VP_ROW_LOCKS; i++) {
+        if (!held[i]) continue;
+        if (lock) pthread_mutex_lock(&p->row_lock[i]);
+        else pthread_mutex_unlock(&p->row_lock[i]);
+    }
+}
+
+static int add_rec(struct vp_rec **recs, size_t *nrecs, size_t *cap, const struct vp_rec *r)
+{
+    if (*nrecs == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        struct vp_rec *n = realloc(*recs, nc * sizeof *n);
+        if (!n) return -ENOMEM;
+        *recs = n; *cap = nc;
+    }
+    (*recs)[(*nrecs)++] = *r;
+    return 0;
+}
+
+int vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec **recs, size_t *nrecs)
+{
+    struct vp_xl *x = p->xl;
+    size_t nd = 0, nr = 0, rcap = recs ? *nrecs : 0;
+    for (size_t i = 0; i < n; i++) nd += ws[i].data != NULL;
+    const uint8_t **dat = malloc((nd ? nd : 1) * sizeof *dat);
+    uint64_t *phys = malloc((nd ? nd : 1) * sizeof *phys);
+    struct xl_range *r = NULL;
+    uint8_t *par = NULL;
+    struct vp_wqueue q[VP_MAXM] = {{0}};
+    int rc = dat && phys ? 0 : -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n && !rc; i++) if (ws[i].data) dat[k++] = ws[i].data;
+    if (!rc && nd) rc = place(p, nd, &r, &nr);
+    size_t ngroups = 0;
+    for (size_t i = 0; i < nr; i++) ngroups += r[i].h;
+    if (!rc && ngroups && posix_memalign((void **)&par, 64, ngroups * VP_SECTOR)) { par = NULL; rc = -ENOMEM; }
+    size_t pg = 0;
+    for (size_t i = 0; i < nr && !rc; i++) {
+        const struct xl_range *g = &r[i];
+        uint8_t *gpar = par + pg * VP_SECTOR;
+        for (unsigned w = 0; w < g->h; w++) {
+            const uint8_t *src[VP_MAXM];
+            for (int c = 0; c < p->ndata; c++) {
+                size_t idx = g->first + (size_t)c * g->h + w;
+                src[c] = idx < g->end ? dat[idx] : zero_sect;
+                if (idx < g->end) phys[idx] = vp_row_sect0(p, g->row, c) + g->w0 + w;
+            }
+            parity_of(src, p->ndata, gpar + (size_t)w * VP_SECTOR);
+        }
+        for (int c = 0; c < p->ndata && !rc; c++) {
+            int m = vp_col_member(p, g->row, c);
+            if (!vp_writable(p, m)) continue;
+            for (unsigned w = 0; w < g->h && !rc; w++) {
+                size_t idx = g->first + (size_t)c * g->h + w;
+                rc = vp_wq_add(&q[m], vp_moff(p, g->row, g->w0 + w), idx < g->end ? dat[idx] : zero_sect, VP_SECTOR);
+            }
+        }
+        int pm = vp_parity_member(p, g->row);
+        if (!rc && vp_writable(p, pm)) rc = vp_wq_add(&q[pm], vp_moff(p, g->row, g->w0), gpar, (size_t)g->h * VP_SECTOR);
+        x->pad_sect += (size_t)g->h * p->ndata - (g->end - g->first);
+        pg += g->h;
+    }
+    if (!rc && nr) {
+        lock_rows(p, r, nr, true);   /* against scrub, resilver and repairs of these rows */
+        rc = vp_wq_flush(p, q);
+        lock_rows(p, r, nr, false);
+        atomic_store(&p->unsynced, 1);
+    }
+    for (int m = 0; m < VP_MAXM; m++) free(q[m].e);
+    if (!rc && vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
+    if (!rc) {   /* publish: location and checksum change together for readers that repair */
+        pthread_rwlock_wrlock(&x->lock);
+        k = 0;
+        for (size_t i = 0; i < n && !rc; i++) {
+            uint64_t s = ws[i].sect;
+            if (!ws[i].data) { vp_csum_set(p, s, ws[i].csum); continue; }   /* lz4: holds no data */
+            uint64_t ph = phys[k++];
+            uint32_t old = x->loc[s];
+            if (old) xl_unlive(x, old - 1);
+            xl_enliven(x, ph, s);
+            __atomic_store_n(&x->loc[s], (uint32_t)ph + 1, __ATOMIC_RELEASE);
+            vp_loc_dirty(p, s);
+            vp_csum_set(p, s, ws[i].csum);
+            if (recs) {
+                struct vp_rec lr = { .type = VP_REC_LOC, .a = s, .b = ph, .a32 = ws[i].csum };
+                rc = add_rec(recs, nrecs, &rcap, &lr);
+            }
+        }
+        x->written_sect += nd;
+        pthread_rwlock_unlock(&x->lock);
+    }
+    free(dat); free(phys); free(r); free(par);
+    return rc;
+}
+
+/* ---------------- cleaner ---------------- */
+
+/* Reads the live sectors of segment g into buf (room for x->live[g]), as ws entries. */
+static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n, uint8_t *buf, uint8_t *chunk)
+{
+    struct vp_xl *x = p->xl;
+    for (uint64_t row = g * VP_SEG_ROWS; row < (g + 1) * VP_SEG_ROWS; row++) {
+        for (int c = 0; c < p->ndata; c++) {
+            uint64_t ph0 = vp_row_sect0(p, row, c);
+            uint32_t sect[VP_CHUNK_SECT];
+            int lo = -1, hi = -1;
+            for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
+                uint32_t rs = xl_rmap_get(x, ph0 + w);
+                sect[w] = rs && x->loc[rs - 1] == ph0 + w + 1 ? rs : 0;
+                if (sect[w]) { if (lo < 0) lo = (int)w; hi = (int)w; }
+            }
+            if (lo < 0) continue;
+            int m = vp_col_member(p, row, c);
+            bool rd = vp_readable(p, m) &&
+                      vp_mread(p, m, chunk + lo * VP_SECTOR, (size_t)(hi - lo + 1) * VP_SECTOR, vp_moff(p, row, (unsigned)lo)) == 0;
+            for (int w = lo; w <= hi; w++) {
+                if (!sect[w]) continue;
+                uint64_t s = sect[w] - 1;
+                uint32_t cs = vp_csum_get(p, s);
+                uint8_t *d = buf + *n * VP_SECTOR;
+                if (rd && vp_csum_of(chunk + w * VP_SECTOR) == cs) memcpy(d, chunk + w * VP_SECTOR, VP_SECTOR);
+                else {
+                    vp_xl_rdlock(p);
+                    int rc = vp_read_phys(p, ph0 + w, cs, d, s);
+                    vp_xl_unlock(p);
+                    if (rc) return rc;   /* the sector is lost already; scrub reports it */
+                }
+                ws[(*n)++] = (struct vp_wsect){ .sect = s, .csum = cs, .data = d };
+            }
+        }
+    }
+    return 0;
+}
+
+/* Emptiest used segment not yet chosen, UINT64_MAX if none. */
+static uint64_t pick_victim(struct vp_xl *x, const uint8_t *chosen)
+{
+    uint64_t best = UINT64_MAX;
+    for (uint64_t g = 0; g < x->nseg; g++)
+        if (xl_state_get(x, g) == XS_USED && !chosen[g] && (best == UINT64_MAX || x->live[g] < x->live[best])) best = g;
+    return best;
+}
+
+/* One round: re-log the live sectors of as many of the emptiest segments as the free
+ * space takes, then checkpoint (which frees them). */
+static int clean_round(struct vpool *p, uint64_t want)
+{
+    struct vp_xl *x = p->xl;
+    uint64_t slack = (uint64_t)p->ndata * VP_CHUNK_SECT * 2;   /* padding of the last groups */
+    uint64_t open_left = x->open_seg == UINT64_MAX ? 0 : (VP_SEG_ROWS - x->open_row) * (uint64_t)VP_CHUNK_SECT * p->ndata;
+    uint64_t avail = x->nfree * x->seg_sect + open_left, total = 0, nv = 0;
+    uint8_t *chosen = calloc(x->nseg, 1);
+    if (!chosen) return -ENOMEM;
+    for (;;) {
+        uint64_t g = pick_victim(x, chosen);
+        if (g == UINT64_MAX || x->live[g] >= x->seg_sect || total + x->live[g] + slack > avail) break;
+        chosen[g] = 1;
+        total += x->live[g];
+        nv++;
+        /* enough once the freed segments, less what the copies fill, cover the want */
+        if (x->nfree + x->npending + nv >= want + (total + slack + x->seg_sect - 1) / x->seg_sect) break;
+    }
+    int rc = 0;
+    if (!nv) {
+        free(chosen);
+        if (x->npending) return vp_checkpoint(p);
+        log_err("vpool %s: no segment to clean (pool full)", p->name);
+        return -ENOSPC;
+    }
+    struct vp_wsect *ws = malloc((total ? total : 1) * sizeof *ws);
+    uint8_t *buf = NULL, *chunk = NULL;
+    if (!ws || posix_memalign((void **)&buf, 64, (total ? total : 1) * VP_SECTOR) ||
+        posix_memalign((void **)&chunk, 64, VP_CHUNK))
+        rc = -ENOMEM;
+    size_t n = 0;
+    for (uint64_t g = 0; g < x->nseg && !rc; g++) if (chosen[g]) rc = read_live(p, g, ws, &n, buf, chunk);
+    if (!rc && n) {
+        qsort(ws, n, sizeof *ws, vp_cmp_wsect);   /* pool order: runs stay runs */
+        rc = vp_xl_write(p, ws, n, NULL, NULL);   /* the checkpoint below records where they went */
+    }
+    if (!rc) {
+        x->cleaned_segs += nv;
+        x->moved_sect += n;
+        rc = vp_checkpoint(p);
+    }
+    free(ws); free(buf); free(chunk); free(chosen);
+    return rc;
+}
+
+void vp_xl_checkpointed(struct vpool *p)
+{
+    struct vp_xl *x = p->xl;
+    if (!x->npending) return;
+    for (uint64_t g = 0; g < x->nseg; g++)
+        if (xl_state_get(x, g) == XS_PENDING) { xl_state_set(x, g, XS_FREE); x->nfree++; }
+    x->npending = 0;
+}
+
+int vp_xl_make_room(struct vpool *p, size_t n)
+{
+    struct vp_xl *x = p->xl;
+    if (!x->built) return -EINVAL;   /* import writes nothing before vp_xl_rebuild */
+    uint64_t need = (n + (uint64_t)p->ndata * VP_CHUNK_SECT + x->seg_sect - 1) / x->seg_sect + 1;
+    for (int round = 0; x->nfree < need; round++) {
+        int rc = x->nfree + x->npending >= need ? vp_checkpoint(p) : clean_round(p, need);
+        if (rc) return rc;
+        if (round > 64) { log_err("vpool %s: cleaner makes no progress", p->name); return -ENOSPC; }
+    }
+    return 0;
+}
+
+/* ---------------- commit ---------------- */
+
+int vp_xl_commit(struct vpool *p, bool durable)
+{
+    if (atomic_load(&p->closed) == 2) return -ENXIO;
+    struct vp_xl *x = p->xl;
+    uint64_t target = atomic_load(&p->write_gen);
+    struct vp_wsect *ws;
+    uint8_t *extra = NULL;
+    pthread_rwlock_wrlock(&p->put_lock);
+    size_t n = vc_collect_dirty(p->cache, &ws);
+    pthread_rwlock_unlock(&p->put_lock);
+    if (n == SIZE_MAX) return -ENOMEM;
+    pthread_mutex_lock(&p->pend_lock);   /* after collecting: an allocation precedes its data */
+    struct vp_rec *recs = p->pend;
+    size_t nrec = p->npend, nrec0 = nrec;   /* location records of this commit go after these */
+    p->pend = NULL; p->npend = p->pend_cap = 0;
+    pthread_mutex_unlock(&p->pend_lock);
+    struct vp_wsect *lent = NULL;
+    size_t nlent = n;
+    bool committed = false, journaled = false;
+    int rc = 0;
+    if (nrec && p->cow_unsynced) {   /* snapshot copies first, then the records that switch to them */
+        if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
+        else p->cow_unsynced = false;
+    }
+    if (!rc && n) {
+        lent = malloc(n * sizeof *lent);
+        if (!lent) rc = -ENOMEM;
+        else {
+            memcpy(lent, ws, n * sizeof *lent);
+            rc = vp_lz4_commit_prepare(p, &ws, &n, &extra);
+        }
+    }
+    if (rc) goto out;
+    if (n) {
+        for (size_t i = 0; i < n; i++) if (ws[i].data) ws[i].csum = vp_csum_of(ws[i].data);
+        qsort(ws, n, sizeof *ws, vp_cmp_wsect);
+    }
+    if (n || nrec) atomic_fetch_add(&p->prof.commits, 1);
+    uint64_t t0 = vp_now_ns();
+    /* in slices of half a segment: the cleaner then always finds room, even when this
+     * commit rewrites most of a full pool */
+    for (size_t i = 0, c; i < n && !rc; i += c) {
+        c = n - i < x->seg_sect / 2 ? n - i : x->seg_sect / 2;
+        rc = vp_xl_make_room(p, c);
+        if (!rc) rc = vp_xl_write(p, ws + i, c, &recs, &nrec);
+    }
+    atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
+    if (!rc && nrec) {
+        rc = vp_journal_records(p, recs, nrec);
+        journaled = !rc;
+        if (!rc) p->frees_pending = false;
+    }
+    if (rc) goto out;
+    committed = true;
+    if (durable && atomic_load(&p->unsynced)) {   /* the log data of this and earlier commits */
+        t0 = vp_now_ns();
+        if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) { rc = -EIO; goto out; }
+        atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
+        atomic_store(&p->unsynced, 0);
+    }
+    if (durable && atomic_load(&p->durable_gen) < target) atomic_store(&p->durable_gen, target);
+    if (atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
+out:
+    /* keep the metadata deltas, in order, for the next try; this commit's own location
+     * records are not needed: its sectors stay dirty in the cache and are written again */
+    if (rc && nrec0 && !journaled) {
+        pthread_mutex_lock(&p->pend_lock);
+        struct vp_rec *m = malloc((nrec0 + p->npend) * sizeof *m);
+        if (m) {
+            memcpy(m, recs, nrec0 * sizeof *m);
+            if (p->npend) memcpy(m + nrec0, p->pend, p->npend * sizeof *m);
+            free(p->pend);
+            p->pend = m;
+            p->npend += nrec0;
+            p->pend_cap = p->npend;
+        }
+        pthread_mutex_unlock(&p->pend_lock);
+    }
+    if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
+    if (lent) vc_release(p->cache, lent, nlent, committed, p->direct_io);
+    else if (rc && n && n != SIZE_MAX) vc_release(p->cache, ws, n, false, false);
+    free(lent); free(ws); free(extra); free(recs);
+    return rc;
+}
