@@ -38,6 +38,7 @@ static int nthreads = 8, pool_only;
 static unsigned test_mask = 0x1f;
 static int direct_sets = 2;
 static int snap_rows = 1;   /* -S 0: skip the rows with snapshots present */
+static int log_rows = 1;    /* -L 0: skip the log-structured (format 3) raidz1 column */
 static int verbose;
 static struct vpool *cur_pool;   /* -v: commit profile per test */
 static struct vp_prof prof_last; /* -v: the counters after the previous test of cur_pool */
@@ -239,35 +240,53 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     /* snapshots keep the filled data while the tests rewrite it: members twice as large */
     uint64_t pmsize = snaps ? 2 * msize : msize;
 
-    /* raidz1 pool over the same files */
-    struct vpool_opts o = { .direct = direct };
-    struct vpool *p = pool_open("bench", paths, pmsize, &o, 0);
-    if (!p) return 1;
-    nsnaps = snaps;
+    /* raidz1 pool over the same files, in place; then log-structured */
     unsigned saved_mask = test_mask;
     if (snaps) test_mask &= 0xf;
-    run_all(&pool);
-    nsnaps = 0;
-    struct vpool_status st;
-    vpool_get_status(p, &st);
-    pool_close(p, paths);
+    struct result lpool = {0};
+    struct vpool_status st, lst = {0};
+    for (int lg = 0; lg < 1 + (log_rows && !snaps); lg++) {
+        struct vpool_opts o = { .direct = direct, .log = lg };
+        struct vpool *p = pool_open("bench", paths, pmsize, &o, 0);
+        if (!p) return 1;
+        nsnaps = snaps;
+        run_all(lg ? &lpool : &pool);
+        nsnaps = 0;
+        vpool_get_status(p, lg ? &lst : &st);
+        if (lg && verbose) {
+            struct vp_xl_stats xs;
+            vp_xl_stats(p, &xs);
+            printf("log: %llu of %llu segments free, %llu cleaned, %llu sectors moved, %llu written, %llu padding\n",
+                   (unsigned long long)xs.free, (unsigned long long)xs.nseg, (unsigned long long)xs.cleaned_segs,
+                   (unsigned long long)xs.moved_sect, (unsigned long long)xs.written_sect, (unsigned long long)xs.pad_sect);
+        }
+        pool_close(p, paths);
+    }
+    bool lcol = log_rows && !snaps;
 
     if (snaps) printf("%s, %d snapshot%s of the filled volume present (members %llu MiB):\n",
                       direct ? "O_DIRECT members" : "page cache", snaps, snaps > 1 ? "s" : "",
                       (unsigned long long)(pmsize >> 20));
     else printf("%s:\n", direct ? "O_DIRECT members (no page cache)" : "page cache");
-    printf("%-18s %12s %12s %12s %12s %7s\n", "test", "raw MB/s", "raw IOPS", "raidz1 MB/s", "raidz1 IOPS", "ratio");
+    printf("%-18s %12s %12s %12s %12s %7s", "test", "raw MB/s", "raw IOPS", "raidz1 MB/s", "raidz1 IOPS", "ratio");
+    if (lcol) printf(" %12s %12s %7s", "log MB/s", "log IOPS", "ratio");
+    printf("\n");
     for (int i = 0; i < NTESTS; i++) {
         if (!(test_mask & (1u << i))) continue;
         printf("%-18s %12.1f %12.0f %12.1f %12.0f %7.2f", names[i], raw.mbs[i], raw.iops[i], pool.mbs[i],
                pool.iops[i], raw.mbs[i] > 0 ? pool.mbs[i] / raw.mbs[i] : 0);
+        if (lcol)
+            printf(" %12.1f %12.0f %7.2f", lpool.mbs[i], lpool.iops[i], raw.mbs[i] > 0 ? lpool.mbs[i] / raw.mbs[i] : 0);
         if (i == 4)
-            printf("   latency raw %.0f us, raidz1 %.0f us", raw.iops[i] > 0 ? 1e6 / raw.iops[i] : 0,
-                   pool.iops[i] > 0 ? 1e6 / pool.iops[i] : 0);
+            printf("   latency raw %.0f us, raidz1 %.0f us, log %.0f us", raw.iops[i] > 0 ? 1e6 / raw.iops[i] : 0,
+                   pool.iops[i] > 0 ? 1e6 / pool.iops[i] : 0, lpool.iops[i] > 0 ? 1e6 / lpool.iops[i] : 0);
         printf("\n");
     }
     printf("pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(st.state),
            (unsigned long long)st.repaired, (unsigned long long)st.unrepairable);
+    if (lcol)
+        printf("log pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(lst.state),
+               (unsigned long long)lst.repaired, (unsigned long long)lst.unrepairable);
     test_mask = saved_mask;
     return 0;
 }
@@ -328,7 +347,7 @@ static int snap_cost(void)
 int main(int argc, char **argv)
 {
     int c, snap_mode = 0, threads_set = 0;
-    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:C")) != -1) {
+    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:CL:")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
@@ -341,6 +360,7 @@ int main(int argc, char **argv)
         case 'S': snap_rows = atoi(optarg); break;
         case 'T': test_mask = (unsigned)strtoul(optarg, NULL, 0); break;
         case 'C': snap_mode = 1; break;
+        case 'L': log_rows = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]\n");
             return 64;
