@@ -434,6 +434,10 @@ int  vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec *
 int  vp_xl_make_room(struct vpool *p, size_t n);
 int  vp_xl_commit(struct vpool *p, bool durable);   /* vp_commit_ex of format 3 */
 int  vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r);
+void vp_xl_replay_batch(struct vpool *p);   /* a new batch: forget its predecessor's dropped records */
+/* VP_REC_WRITE after the VP_REC_LOC of the same sector in one batch (small durable
+ * commits): if that record was dropped, its data is written to the location now */
+int  vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *data);
 void vp_xl_checkpointed(struct vpool *p);   /* members synced, tables written: emptied segments are free */
 uint32_t vp_xl_phys_csum(struct vpool *p, uint64_t phys);   /* checksum of what lives at phys, 0 = none */
 bool vp_xl_row_live(struct vpool *p, uint64_t row);
@@ -442,6 +446,8 @@ void vp_xl_stats(struct vpool *p, struct vp_xl_stats *st);
 /* verified read of one physical sector with repair from parity (vpool_layout.c); takes the row lock */
 int  vp_read_phys(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s);
 int  vp_journal_records(struct vpool *p, const struct vp_rec *recs, size_t n);   /* commit_lock */
+/* one batch: recs, then ws (sorted) as VP_REC_WRITE records with their data; commit_lock */
+int  vp_journal_small(struct vpool *p, const struct vp_rec *recs, size_t nrec, const struct vp_wsect *ws, size_t nws);
 /* member write queue of an apply (vpool_layout.c) */
 struct vp_wq_ent { uint64_t off; const uint8_t *buf; size_t len; };
 struct vp_wqueue { struct vp_wq_ent *e; size_t n, cap; int err; };

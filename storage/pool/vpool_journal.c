@@ -150,6 +150,7 @@ static int write_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec,
         x->a32 = ws[i].csum;
         if (x->type != VP_REC_WRITE) continue;
         iov[k++] = (struct iovec){ ws[i].data, VP_SECTOR };
+        if (p->xl) continue;   /* format 3: replay writes it to its log location, never home */
         vp_bit_set(p->jbits, x->a);   /* see choose_intents */
         p->jbits_any = true;
     }
@@ -300,6 +301,12 @@ static int add_direct(struct vpool *p, struct vp_wsect **ws, size_t *n, uint8_t 
 }
 
 int vp_journal_records(struct vpool *p, const struct vp_rec *recs, size_t n) { return write_records(p, recs, n); }
+
+int vp_journal_small(struct vpool *p, const struct vp_rec *recs, size_t nrec, const struct vp_wsect *ws, size_t nws)
+{
+    if (nrec + nws > VP_BATCH_RECS) return -E2BIG;
+    return write_batch(p, recs, nrec, ws, nws);
+}
 
 int vp_commit(struct vpool *p) { return vp_commit_ex(p, true); }
 
@@ -538,11 +545,17 @@ static int apply_batch(struct vpool *p, uint8_t *b, struct vp_intents *it, char 
     size_t nws = 0;
     if (!ws) return -ENOMEM;
     vp_intents_batch(it, h->seq);
+    if (p->xl) vp_xl_replay_batch(p);
     for (uint32_t i = 0; i < h->nrec; i++) {
         const struct vp_rec *x = &r[i];
         /* format 3 writes nothing in place: no data, intents or regions in its journal */
-        bool in_place = x->type == VP_REC_WRITE || x->type == VP_REC_INTENT || x->type == VP_REC_REGION;
+        bool in_place = x->type == VP_REC_INTENT || x->type == VP_REC_REGION;
         if (p->xl ? in_place : x->type == VP_REC_LOC) goto bad;
+        if (p->xl && x->type == VP_REC_WRITE) {   /* the data of a location record before it */
+            if (d >= dend || vp_xl_replay_data(p, x, d)) goto bad;
+            d += VP_SECTOR;
+            continue;
+        }
         switch (x->type) {
         case VP_REC_LOC:
             if (vp_xl_replay_loc(p, x)) goto bad;

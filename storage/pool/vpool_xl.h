@@ -22,6 +22,8 @@ struct vp_xl {
      * may be torn (written since the last member sync) and are resynced */
     uint64_t *replayed;
     size_t nreplayed, replayed_cap;
+    struct vp_rec *dropped;       /* replay: this batch's location records whose data was missing */
+    size_t ndropped, dropped_cap;
 };
 
 static inline uint64_t xl_seg_of(const struct vp_xl *x, uint64_t phys) { return phys / x->seg_sect; }

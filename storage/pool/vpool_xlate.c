@@ -48,6 +48,7 @@ void vp_xl_free(struct vpool *p)
     free(x->live);
     free(x->state);
     free(x->replayed);
+    free(x->dropped);
     pthread_rwlock_destroy(&x->lock);
     free(x);
     p->xl = NULL;
@@ -145,8 +146,10 @@ int vp_xl_rebuild(struct vpool *p)
     x->built = true;
     int rc = resync_rows(p);
     free(x->replayed);
+    free(x->dropped);
     x->replayed = NULL;
-    x->nreplayed = x->replayed_cap = 0;
+    x->dropped = NULL;
+    x->nreplayed = x->replayed_cap = x->ndropped = x->dropped_cap = 0;
     if (rc) return rc;
     if (bad || lost)
         log_warn("vpool %s: %llu invalid locations dropped, %llu sectors without one (they read as errors)", p->name,
@@ -246,17 +249,55 @@ static bool phys_matches(struct vpool *p, uint64_t phys, uint32_t cs)
     return ok;
 }
 
+static int remember(void **arr, size_t *n, size_t *cap, size_t elem)
+{
+    if (*n < *cap) return 0;
+    size_t nc = *cap ? *cap * 2 : 256;
+    void *m = realloc(*arr, nc * elem);
+    if (!m) return -ENOMEM;
+    *arr = m;
+    *cap = nc;
+    return 0;
+}
+
+void vp_xl_replay_batch(struct vpool *p) { p->xl->ndropped = 0; }
+
+static int accept_loc(struct vpool *p, const struct vp_rec *r);
+
 int vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r)
 {
     struct vp_xl *x = p->xl;
     if (!x || r->a >= p->n_sect || r->b >= x->nphys || !vp_has_data(r->a32)) return -EBADMSG;
-    if (!phys_matches(p, r->b, r->a32)) return 0;   /* its data never made it: the older location stays */
-    if (x->nreplayed == x->replayed_cap) {
-        size_t nc = x->replayed_cap ? x->replayed_cap * 2 : 1024;
-        uint64_t *n = realloc(x->replayed, nc * sizeof *n);
-        if (!n) return -ENOMEM;
-        x->replayed = n; x->replayed_cap = nc;
+    if (!phys_matches(p, r->b, r->a32)) {   /* its data never made it: the older location stays */
+        if (remember((void **)&x->dropped, &x->ndropped, &x->dropped_cap, sizeof *x->dropped)) return -ENOMEM;
+        x->dropped[x->ndropped++] = *r;   /* unless the batch carries the data too */
+        return 0;
     }
+    return accept_loc(p, r);
+}
+
+int vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *data)
+{
+    struct vp_xl *x = p->xl;
+    if (r->a >= p->n_sect || vp_csum_of(data) != r->a32) return -EBADMSG;
+    size_t i = x->ndropped;
+    while (i && x->dropped[i - 1].a != r->a) i--;
+    if (!i) return 0;   /* its location record found the data in place */
+    const struct vp_rec *l = &x->dropped[i - 1];
+    if (l->a32 != r->a32) return -EBADMSG;
+    int col;
+    uint64_t row = vp_row_of(p, l->b, &col);
+    int m = vp_col_member(p, row, col);
+    /* the location is this epoch's and nothing else points there; a missing member's
+     * column is left to parity (the row is resynced with the others) */
+    if (vp_writable(p, m) && vp_mwrite(p, m, data, VP_SECTOR, vp_moff(p, row, l->b % VP_CHUNK_SECT))) return -EIO;
+    return accept_loc(p, l);
+}
+
+static int accept_loc(struct vpool *p, const struct vp_rec *r)
+{
+    struct vp_xl *x = p->xl;
+    if (remember((void **)&x->replayed, &x->nreplayed, &x->replayed_cap, sizeof *x->replayed)) return -ENOMEM;
     x->replayed[x->nreplayed++] = r->b;
     vp_csum_set(p, r->a, r->a32);
     x->loc[r->a] = (uint32_t)r->b + 1;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 static const uint8_t zero_sect[VP_SECTOR] __attribute__((aligned(64)));
+#define VP_XL_SMALL 64   /* durable commits up to this many sectors journal their data */
 
 /* h consecutive parity groups of one row from offset w0; the data sectors fill the
  * columns one after the other (column c, offset i = data index first + c*h + i), so a
@@ -286,8 +287,12 @@ int vp_xl_make_room(struct vpool *p, size_t n)
     struct vp_xl *x = p->xl;
     if (!x->built) return -EINVAL;   /* import writes nothing before vp_xl_rebuild */
     uint64_t need = (n + (uint64_t)p->ndata * VP_CHUNK_SECT + x->seg_sect - 1) / x->seg_sect + 1;
-    for (int round = 0; x->nfree < need; round++) {
-        int rc = x->nfree + x->npending >= need ? vp_checkpoint(p) : clean_round(p, need);
+    /* below a quarter of the reserve, free half of it at once: every checkpoint syncs all
+     * members, and one per commit made random writes wait for the disk far more often */
+    uint64_t want = vp_xl_reserve(x->nseg) / 2 > need ? vp_xl_reserve(x->nseg) / 2 : need;
+    if (x->nfree >= need && x->nfree >= want / 2) return 0;
+    for (int round = 0; x->nfree < want; round++) {
+        int rc = x->nfree + x->npending >= want ? vp_checkpoint(p) : clean_round(p, want);
         if (rc) return rc;
         if (round > 64) { log_err("vpool %s: cleaner makes no progress", p->name); return -ENOSPC; }
     }
@@ -334,6 +339,11 @@ int vp_xl_commit(struct vpool *p, bool durable)
         qsort(ws, n, sizeof *ws, vp_cmp_wsect);
     }
     if (n || nrec) atomic_fetch_add(&p->prof.commits, 1);
+    /* a small durable commit with nothing unsynced before it (a FUA write, a COMMIT after
+     * a few writes) puts its data in the journal batch too: one synchronous write instead
+     * of a sync of every member; replay writes the data to its location if needed */
+    bool small = durable && n && n <= VP_XL_SMALL && !atomic_load(&p->unsynced) && nrec + 2 * n <= 4096;
+    for (size_t i = 0; i < n && small; i++) small = ws[i].data != NULL;
     uint64_t t0 = vp_now_ns();
     /* in slices of half a segment: the cleaner then always finds room, even when this
      * commit rewrites most of a full pool */
@@ -343,11 +353,12 @@ int vp_xl_commit(struct vpool *p, bool durable)
         if (!rc) rc = vp_xl_write(p, ws + i, c, &recs, &nrec);
     }
     atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
-    if (!rc && nrec) {
-        rc = vp_journal_records(p, recs, nrec);
-        journaled = !rc;
-        if (!rc) p->frees_pending = false;
-    }
+    if (!rc && small) {
+        rc = vp_journal_small(p, recs, nrec, ws, n);
+        if (!rc) atomic_store(&p->unsynced, 0);   /* all this commit wrote is in the journal */
+    } else if (!rc && nrec) rc = vp_journal_records(p, recs, nrec);
+    journaled = !rc && (small || nrec);
+    if (journaled) p->frees_pending = false;
     if (rc) goto out;
     committed = true;
     if (durable && atomic_load(&p->unsynced)) {   /* the log data of this and earlier commits */
