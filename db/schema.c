@@ -81,6 +81,13 @@ static const char *migrations[] = {
     "  user TEXT NOT NULL DEFAULT 'admin', keyring TEXT NOT NULL DEFAULT '', secret TEXT NOT NULL DEFAULT '');",
     /* 5: iSCSI ImmediateData per export (iscsi_target_cfg.immediate_data) */
     "ALTER TABLE iscsi_exports ADD COLUMN immediate_data INTEGER NOT NULL DEFAULT 0;",
+    /* 6: layout 'raidz1-log' (log-structured raidz1, pool format 3): the table rebuilt as in 4 */
+    "CREATE TABLE pools_new(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+    "  layout TEXT NOT NULL CHECK(layout IN ('stripe','mirror','raidz1','raidz1-log','ceph')),"
+    "  comment TEXT NOT NULL DEFAULT '', created INTEGER NOT NULL);"
+    "INSERT INTO pools_new(id, name, layout, comment, created) SELECT id, name, layout, comment, created FROM pools;"
+    "DROP TABLE pools;"
+    "ALTER TABLE pools_new RENAME TO pools;",
 };
 
 int db_latest_schema_version(void) { return (int)(sizeof migrations / sizeof *migrations); }

@@ -112,11 +112,14 @@ static struct pool *add_pool(struct storage *st, const char *name, struct vpool 
     return p;
 }
 
-static int parse_layout(const char *layout, enum vpool_layout *l)
+/* "raidz1-log": raidz1 whose writes go to a log of whole parity groups (format 3) */
+static int parse_layout(const char *layout, enum vpool_layout *l, int *log)
 {
+    *log = 0;
     if (!strcmp(layout, "stripe")) *l = VPOOL_STRIPE;
     else if (!strcmp(layout, "mirror")) *l = VPOOL_MIRROR;
     else if (!strcmp(layout, "raidz1")) *l = VPOOL_RAIDZ1;
+    else if (!strcmp(layout, "raidz1-log")) { *l = VPOOL_RAIDZ1; *log = 1; }
     else return -EINVAL;
     return 0;
 }
@@ -125,8 +128,9 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
                         const struct storage_member *m, int n, char *err, size_t errlen)
 {
     enum vpool_layout l;
+    int log;
     if (find_pool(st, name)) { snprintf(err, errlen, "pool %s exists", name); return -EEXIST; }
-    if (parse_layout(layout, &l)) { snprintf(err, errlen, "layout must be stripe, mirror or raidz1"); return -EINVAL; }
+    if (parse_layout(layout, &l, &log)) { snprintf(err, errlen, "layout must be stripe, mirror, raidz1 or raidz1-log"); return -EINVAL; }
     int need = l == VPOOL_STRIPE ? 1 : l == VPOOL_MIRROR ? 2 : 3;
     if (n < need || n > VPOOL_MAX_MEMBERS) {
         snprintf(err, errlen, "layout %s needs %d..%d member disks", layout, need, VPOOL_MAX_MEMBERS);
@@ -154,7 +158,7 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
         for (int i = 0; i < n; i++) if (m[i].create) unlink(m[i].path);
         return rc;
     }
-    struct vpool_opts o = { .cache_bytes = st->cache_bytes };
+    struct vpool_opts o = { .cache_bytes = st->cache_bytes, .log = log };
     struct vpool *vp;
     rc = vpool_create(name, l, spec, n, &o, &vp, err, errlen);
     if (rc) {
@@ -206,7 +210,7 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
     if (rc) { members_unlock(fds, n); return rc; }
     struct vpool_status s;
     vpool_get_status(vp, &s);
-    *layout = vpool_layout_name(s.layout);
+    *layout = s.log ? "raidz1-log" : vpool_layout_name(s.layout);
     const char *ordered[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < s.nmembers; i++) ordered[i] = s.members[i].path; /* label order, not argument order */
     if (!add_pool(st, name, vp, ordered, s.nmembers, paths, fds, n)) { vpool_close(vp); return -ENOMEM; }

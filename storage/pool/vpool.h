@@ -80,6 +80,7 @@ struct vpool_status {
     enum vpool_layout layout;
     enum vpool_state state;
     uint64_t size, allocated, free;   /* bytes of volume-usable capacity */
+    int log;                          /* log-structured raidz1 (format 3) */
     int nmembers;
     struct vpool_member_status members[16];
     int scrub_running;

@@ -334,6 +334,7 @@ int vpool_get_status(struct vpool *p, struct vpool_status *st)
     snprintf(st->name, sizeof st->name, "%s", p->name);
     memcpy(st->uuid, p->uuid, 16);
     st->layout = p->layout;
+    st->log = vp_is_log(p);
     st->state = vp_pool_state(p);
     st->size = p->n_au * VP_AU_BYTES;
     st->allocated = vp_au_count_used(p) * VP_AU_BYTES;

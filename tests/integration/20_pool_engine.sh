@@ -2,13 +2,15 @@
 # The pool engine through the daemon: data written over iSCSI survives a corrupted
 # member (scrub repairs it), an offline member (DEGRADED, resilver on online), a lost
 # member (replace + resilver), kill -9 during writes, and an import into a fresh DB.
+# LAYOUT=raidz1-log runs the same on a log-structured pool (21_pool_log.sh).
 set -u
+LAYOUT=${LAYOUT:-raidz1}
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/nasd-it-pool.XXXXXX)
 PAT=$ROOT/build/tools/iscsi_pattern
 trap 'stop_nasd; [ -n "${WPID:-}" ] && kill $WPID 2>/dev/null; rm -rf "$T"' EXIT
 start_nasd "$T"
-expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1\",\"members\":[
+expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"$LAYOUT\",\"members\":[
   {\"path\":\"$T/d0.img\",\"size\":\"256M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"256M\",\"create\":true},
   {\"path\":\"$T/d2.img\",\"size\":\"256M\",\"create\":true},{\"path\":\"$T/d3.img\",\"size\":\"256M\",\"create\":true}]}"
 expect 201 POST volumes '{"pool":"tank","name":"vol1","size":"96M"}'
@@ -86,10 +88,11 @@ stop_nasd
 mv "$T/nasd.db" "$T/old.db"; rm -f "$T/nasd.db-wal" "$T/nasd.db-shm"
 start_nasd "$T"
 expect 201 POST pools/tank2/import "{\"members\":[\"$T/d3new.img\",\"$T/d1.img\",\"$T/d0.img\",\"$T/d2.img\"]}"
-[ "$(jget "$BODY" .layout)" = raidz1 ] || fail "imported layout: $BODY"
+[ "$(jget "$BODY" .layout)" = "$LAYOUT" ] || fail "imported layout: $BODY"
 [ "$(jget "$BODY" .members[0].path)" = "$T/d0.img" ] || fail "members not in label order: $BODY"
 expect 200 GET volumes/tank2/vol1
 expect 201 POST exports/iscsi '{"name":"t2","volume":"tank2/vol1"}'
 $PAT verify "iscsi://127.0.0.1:$ISCSI_PORT/iqn.2026-12.io.nasd:t2/0" 3 "${acked}b" >/dev/null || fail "data wrong after import"
 expect 409 POST pools/tank3/import "{\"members\":[\"$T/d0.img\"]}"
-echo "pool engine: ok"
+[ "$(api GET pools/tank2 | jq -r .layout)" = "$LAYOUT" ] || fail "layout after import: $BODY"
+echo "pool engine ($LAYOUT): ok"

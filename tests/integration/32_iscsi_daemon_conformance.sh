@@ -1,12 +1,14 @@
 #!/bin/bash
 # iscsi-test-cu against nasd itself: an iSCSI export created over REST whose LUN is a
-# volume on a raidz1 pool of the pool engine (checksums, journal, cache in the path).
+# volume on a log-structured raidz1 pool of the pool engine (checksums, journal, cache,
+# the location table and its log writes in the path). 38_iscsi_immediate.sh runs it on
+# an in-place raidz1 pool.
 set -u
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/nasd-it-cu.XXXXXX)
 trap 'stop_nasd; rm -rf "$T"' EXIT
 start_nasd "$T"
-expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1\",\"members\":[
+expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1-log\",\"members\":[
   {\"path\":\"$T/d0.img\",\"size\":\"512M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"512M\",\"create\":true},
   {\"path\":\"$T/d2.img\",\"size\":\"512M\",\"create\":true}]}"
 expect 201 POST volumes '{"pool":"tank","name":"lun0","size":"256M"}'
