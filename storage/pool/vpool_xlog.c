@@ -22,11 +22,9 @@ struct xl_range { uint64_t row; unsigned w0, h; size_t first, end; };
 static int take_segment(struct vpool *p)
 {
     struct vp_xl *x = p->xl;
-    uint64_t o = x->open_seg;
-    if (o != UINT64_MAX) {   /* full: used, or already empty again */
-        xl_state_set(x, o, x->live[o] ? XS_USED : XS_PENDING);
-        x->npending += !x->live[o];
-    }
+    /* full: used. Not pending even if nothing lives there yet: the write that filled it
+     * publishes its sectors after placing them all (settle() then looks again) */
+    if (x->open_seg != UINT64_MAX) xl_state_set(x, x->open_seg, XS_USED);
     x->open_seg = UINT64_MAX;
     for (uint64_t g = 0; g < x->nseg; g++) {
         if (xl_state_get(x, g) != XS_FREE) continue;
@@ -67,6 +65,19 @@ static int place(struct vpool *p, size_t nd, struct xl_range **out, size_t *nr)
     *out = r;
     *nr = n;
     return 0;
+}
+
+/* After a write (published or failed): a segment it filled that holds nothing live
+ * is pending. */
+static void settle(struct vp_xl *x, const struct xl_range *r, size_t nr)
+{
+    for (size_t i = 0; i < nr; i++) {
+        uint64_t g = r[i].row / VP_SEG_ROWS;
+        if (xl_state_get(x, g) == XS_USED && !x->live[g]) {
+            xl_state_set(x, g, XS_PENDING);
+            x->npending++;
+        }
+    }
 }
 
 static void parity_of(const uint8_t *const *src, int n, uint8_t *dst)
@@ -175,6 +186,7 @@ int vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec **
         x->written_sect += nd;
         pthread_rwlock_unlock(&x->lock);
     }
+    settle(x, r, nr);
     free(dat); free(phys); free(r); free(par);
     return rc;
 }
@@ -291,12 +303,12 @@ int vp_xl_make_room(struct vpool *p, size_t n)
      * members, and one per commit made random writes wait for the disk far more often */
     uint64_t want = vp_xl_reserve(x->nseg) / 2 > need ? vp_xl_reserve(x->nseg) / 2 : need;
     if (x->nfree >= need && x->nfree >= want / 2) return 0;
-    for (int round = 0; x->nfree < want; round++) {
+    for (int round = 0;; round++) {   /* after the first round, enough for this write will do */
+        if (x->nfree >= want || (round && x->nfree >= need)) return 0;
+        if (round > 64) { log_err("vpool %s: cleaner makes no progress", p->name); return -ENOSPC; }
         int rc = x->nfree + x->npending >= want ? vp_checkpoint(p) : clean_round(p, want);
         if (rc) return rc;
-        if (round > 64) { log_err("vpool %s: cleaner makes no progress", p->name); return -ENOSPC; }
     }
-    return 0;
 }
 
 /* ---------------- commit ---------------- */
