@@ -45,7 +45,12 @@ int vp_alloc_take(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t *au
     if (au == p->n_au) return -ENOSPC;
     /* a free AU reads as zeros; should stale checksums survive anywhere (they should
      * not), clear them first so old data can never show through */
-    if (vp_au_clear(p, au, false)) {
+    bool stale = false;
+    if (p->xl) {   /* alloc_lock only: the segment counts belong to the commit */
+        for (uint64_t s = au * VP_AU_SECT; s < (au + 1) * VP_AU_SECT; s++)
+            if (vp_csum_get(p, s)) { vp_csum_clear_only(p, s); stale = true; }
+    } else stale = vp_au_clear(p, au, false);
+    if (stale) {
         log_warn("vpool %s: free AU %llu had checksums; cleared", p->name, (unsigned long long)au);
         struct vp_rec z = { .type = VP_REC_ZERO, .a = au * VP_AU_SECT, .b = VP_AU_SECT };
         vp_pend_add(p, &z);

@@ -331,6 +331,7 @@ static inline void vp_bit_set(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i
 uint32_t vp_csum_of(const void *sector);
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v);   /* marks the metadata page dirty */
 void vp_loc_dirty(struct vpool *p, uint64_t s);   /* format 3: s's location page */
+void vp_csum_clear_only(struct vpool *p, uint64_t s);   /* no location drop: alloc_lock only */
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext);   /* birth/death 0 */
 void vp_au_set_life(struct vpool *p, uint64_t au, uint32_t birth, uint32_t death);
 void vp_snaptab_dirty(struct vpool *p, unsigned slot);

@@ -37,21 +37,29 @@ _Static_assert(sizeof(struct vol_disk) == 128, "volume entry");
 #define SNAP_PG0 VP_VOLTAB_PAGES
 static uint64_t au_pg0(const struct vpool *p) { return VP_VOLTAB_PAGES + vp_snaptab_pages(p); }
 static uint64_t csum_pg0(const struct vpool *p) { return au_pg0(p) + (p->n_au + vp_au_per_pg(p) - 1) / vp_au_per_pg(p); }
-/* format 3: the location table follows, as many pages as checksums */
-static uint64_t loc_pg0(const struct vpool *p) { return csum_pg0(p) + (p->n_sect + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG; }
-static uint64_t pages_used(const struct vpool *p)
-{
-    return loc_pg0(p) + (vp_is_log(p) ? (p->n_sect + VP_CSUM_PER_PG - 1) / VP_CSUM_PER_PG : 0);
-}
+/* Format 3 keeps each sector's checksum and location side by side in one page entry: a
+ * crash in the middle of a checkpoint may leave some pages old and some new, and a
+ * checksum from one checkpoint with a location from the other would not match. */
+#define VP_PAIR_PER_PG (VP_MP_PAYLOAD / 8)   /* 508 */
+static uint64_t sect_per_pg(const struct vpool *p) { return vp_is_log(p) ? VP_PAIR_PER_PG : VP_CSUM_PER_PG; }
+static uint64_t pages_used(const struct vpool *p) { return csum_pg0(p) + (p->n_sect + sect_per_pg(p) - 1) / sect_per_pg(p); }
 
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
 {
     __atomic_store_n(&p->csum[s], v, __ATOMIC_RELEASE);
-    atomic_store(&p->meta_dirty[csum_pg0(p) + s / VP_CSUM_PER_PG], 1);
+    atomic_store(&p->meta_dirty[csum_pg0(p) + s / sect_per_pg(p)], 1);
     if (p->xl && !vp_has_data(v)) vp_xl_drop(p, s);
 }
 
-void vp_loc_dirty(struct vpool *p, uint64_t s) { atomic_store(&p->meta_dirty[loc_pg0(p) + s / VP_CSUM_PER_PG], 1); }
+/* Without commit_lock (format 3): the checksum only. The location stays counted until the
+ * cleaner copies the sector (its publish then drops it) or import drops it. */
+void vp_csum_clear_only(struct vpool *p, uint64_t s)
+{
+    __atomic_store_n(&p->csum[s], 0, __ATOMIC_RELEASE);
+    atomic_store(&p->meta_dirty[csum_pg0(p) + s / sect_per_pg(p)], 1);
+}
+
+void vp_loc_dirty(struct vpool *p, uint64_t s) { atomic_store(&p->meta_dirty[csum_pg0(p) + s / VP_PAIR_PER_PG], 1); }
 
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext)
 {
@@ -149,12 +157,17 @@ static void page_build(struct vpool *p, uint64_t idx, uint8_t *pg)
         if (p->fmt >= 2) memcpy(pl, &p->au[first], cnt * sizeof *p->au);
         else for (uint64_t i = 0; i < cnt; i++) memcpy(pl + i * 8, &p->au[first + i], 8);   /* vol_id, vol_ext */
         pthread_mutex_unlock(&p->alloc_lock);
-    } else {
-        bool loc = idx >= loc_pg0(p);
-        uint64_t first = (idx - (loc ? loc_pg0(p) : csum_pg0(p))) * VP_CSUM_PER_PG;
-        uint64_t cnt = p->n_sect - first < VP_CSUM_PER_PG ? p->n_sect - first : VP_CSUM_PER_PG;
+    } else {   /* checksums; format 3: (checksum, location) pairs */
+        uint64_t per = sect_per_pg(p), first = (idx - csum_pg0(p)) * per;
+        uint64_t cnt = p->n_sect - first < per ? p->n_sect - first : per;
         uint32_t *o = (uint32_t *)pl;
-        for (uint64_t i = 0; i < cnt; i++) o[i] = loc ? vp_xl_loc(p, first + i) : vp_csum_get(p, first + i);
+        bool pair = vp_is_log(p);
+        if (pair) vp_xl_rdlock(p);   /* no location and checksum published halfway */
+        for (uint64_t i = 0; i < cnt; i++) {
+            if (pair) { o[2 * i] = vp_csum_get(p, first + i); o[2 * i + 1] = vp_xl_loc(p, first + i); }
+            else o[i] = vp_csum_get(p, first + i);
+        }
+        if (pair) vp_xl_unlock(p);
     }
     h->magic = VP_META_MAGIC;
     h->index = (uint32_t)idx;
@@ -264,14 +277,13 @@ static int page_decode(struct vpool *p, uint64_t idx, const uint8_t *pg, char *e
         if (p->fmt >= 2) memcpy(&p->au[first], pl, cnt * sizeof *p->au);
         else for (uint64_t i = 0; i < cnt; i++) memcpy(&p->au[first + i], pl + i * 8, 8);   /* born 0, alive */
     } else {
-        bool loc = idx >= loc_pg0(p);
-        uint64_t first = (idx - (loc ? loc_pg0(p) : csum_pg0(p))) * VP_CSUM_PER_PG;
-        uint64_t cnt = p->n_sect - first < VP_CSUM_PER_PG ? p->n_sect - first : VP_CSUM_PER_PG;
+        uint64_t per = sect_per_pg(p), first = (idx - csum_pg0(p)) * per;
+        uint64_t cnt = p->n_sect - first < per ? p->n_sect - first : per;
         const uint32_t *in = (const uint32_t *)pl;
         for (uint64_t i = 0; i < cnt; i++) {
-            if (!in[i]) continue;
-            if (loc) vp_xl_loc_load(p, first + i, in[i]);   /* checked by vp_xl_rebuild */
-            else p->csum[first + i] = in[i];
+            if (!vp_is_log(p)) { if (in[i]) p->csum[first + i] = in[i]; continue; }
+            p->csum[first + i] = in[2 * i];
+            vp_xl_loc_load(p, first + i, in[2 * i + 1]);   /* checked by vp_xl_rebuild */
         }
     }
     return 0;

@@ -286,12 +286,32 @@ int vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *da
     const struct vp_rec *l = &x->dropped[i - 1];
     if (l->a32 != r->a32) return -EBADMSG;
     int col;
-    uint64_t row = vp_row_of(p, l->b, &col);
+    uint64_t row = vp_row_of(p, l->b, &col), off = vp_moff(p, row, l->b % VP_CHUNK_SECT);
     int m = vp_col_member(p, row, col);
-    /* the location is this epoch's and nothing else points there; a missing member's
-     * column is left to parity (the row is resynced with the others) */
-    if (vp_writable(p, m) && vp_mwrite(p, m, data, VP_SECTOR, vp_moff(p, row, l->b % VP_CHUNK_SECT))) return -EIO;
-    return accept_loc(p, l);
+    /* the location is this epoch's and nothing else points there */
+    if (vp_writable(p, m)) {
+        if (vp_mwrite(p, m, data, VP_SECTOR, off)) return -EIO;
+        return accept_loc(p, l);
+    }
+    /* its member is missing: parity must give the data back, so it is made from the data
+     * and the group's other columns (the row resync cannot, with a member missing) */
+    int pm = vp_parity_member(p, row);
+    uint8_t *par = NULL, *t = NULL;
+    if (posix_memalign((void **)&par, 64, VP_SECTOR) || posix_memalign((void **)&t, 64, VP_SECTOR)) {
+        free(par);
+        return -ENOMEM;
+    }
+    memcpy(par, data, VP_SECTOR);
+    bool ok = vp_writable(p, pm);
+    for (int c = 0; c < p->ndata && ok; c++) {
+        int cm = vp_col_member(p, row, c);
+        if (cm == m) continue;
+        ok = vp_readable(p, cm) && vp_mread(p, cm, t, VP_SECTOR, off) == 0;
+        if (ok) vp_xor_into(par, t, VP_SECTOR);
+    }
+    if (ok) ok = vp_mwrite(p, pm, par, VP_SECTOR, off) == 0;
+    free(par); free(t);
+    return ok ? accept_loc(p, l) : 0;   /* else two columns are gone: the older copy stays */
 }
 
 static int accept_loc(struct vpool *p, const struct vp_rec *r)

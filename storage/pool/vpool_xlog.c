@@ -13,6 +13,7 @@
 
 static const uint8_t zero_sect[VP_SECTOR] __attribute__((aligned(64)));
 #define VP_XL_SMALL 64   /* durable commits up to this many sectors journal their data */
+#define VP_XL_CLEAN_MAX 16384u   /* live sectors (64 MiB) a cleaner round copies at most */
 
 /* h consecutive parity groups of one row from offset w0; the data sectors fill the
  * columns one after the other (column c, offset i = data index first + c*h + i), so a
@@ -170,7 +171,12 @@ int vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec **
         k = 0;
         for (size_t i = 0; i < n && !rc; i++) {
             uint64_t s = ws[i].sect;
-            if (!ws[i].data) { vp_csum_set(p, s, ws[i].csum); continue; }   /* lz4: holds no data */
+            if (!ws[i].data) {   /* lz4: a sector that holds no data (or the chunk's mark) */
+                vp_csum_set(p, s, ws[i].csum);
+                struct vp_rec cr = { .type = VP_REC_CSUM, .a = s, .a32 = ws[i].csum };
+                if (recs) rc = add_rec(recs, nrecs, &rcap, &cr);
+                continue;
+            }
             uint64_t ph = phys[k++];
             uint32_t old = x->loc[s];
             if (old) xl_unlive(x, old - 1);
@@ -221,7 +227,11 @@ static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n
                     vp_xl_rdlock(p);
                     int rc = vp_read_phys(p, ph0 + w, cs, d, s);
                     vp_xl_unlock(p);
-                    if (rc) return rc;   /* the sector is lost already; scrub reports it */
+                    if (rc == -ENOMEM) return rc;
+                    if (rc) {   /* lost already (counted, logged): let go of it, so the segment can be freed */
+                        vp_xl_drop(p, s);
+                        continue;
+                    }
                 }
                 ws[(*n)++] = (struct vp_wsect){ .sect = s, .csum = cs, .data = d };
             }
@@ -252,6 +262,7 @@ static int clean_round(struct vpool *p, uint64_t want)
     for (;;) {
         uint64_t g = pick_victim(x, chosen);
         if (g == UINT64_MAX || x->live[g] >= x->seg_sect || total + x->live[g] + slack > avail) break;
+        if (nv && total + x->live[g] > VP_XL_CLEAN_MAX) break;   /* bounded memory, and commit_lock hold */
         chosen[g] = 1;
         total += x->live[g];
         nv++;
@@ -355,6 +366,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
      * a few writes) puts its data in the journal batch too: one synchronous write instead
      * of a sync of every member; replay writes the data to its location if needed */
     bool small = durable && n && n <= VP_XL_SMALL && !atomic_load(&p->unsynced) && nrec + 2 * n <= 4096;
+    for (int m = 0; m < p->n && small; m++) small = atomic_load(&p->m[m].state) == VPOOL_M_ONLINE;   /* see replay */
     for (size_t i = 0; i < n && small; i++) small = ws[i].data != NULL;
     uint64_t t0 = vp_now_ns();
     /* in slices of half a segment: the cleaner then always finds room, even when this
@@ -365,6 +377,16 @@ int vp_xl_commit(struct vpool *p, bool durable)
         if (!rc) rc = vp_xl_write(p, ws + i, c, &recs, &nrec);
     }
     atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
+    /* a location record whose sector has moved on since (the cleaner, a checkpoint in
+     * between) is dropped: the checkpoint holds the newer place, and the old one may be in
+     * use again, by data that could even match */
+    size_t kept = 0, kept0 = 0;
+    for (size_t i = 0; i < nrec && !rc; i++) {
+        if (recs[i].type == VP_REC_LOC && vp_xl_loc(p, recs[i].a) != recs[i].b + 1) continue;
+        recs[kept++] = recs[i];
+        kept0 += i < nrec0;
+    }
+    if (!rc) { nrec = kept; nrec0 = kept0; }
     if (!rc && small) {
         rc = vp_journal_small(p, recs, nrec, ws, n);
         if (!rc) atomic_store(&p->unsynced, 0);   /* all this commit wrote is in the journal */
