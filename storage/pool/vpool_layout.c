@@ -534,14 +534,14 @@ static void lock_rows(struct vpool *p, const struct vp_wsect *ws, size_t n, uint
     }
 }
 
-/* format 3: into the log; the location records join the pending ones (snapshot copies) */
+/* format 3: into the log; the location records join the pending ones (snapshot copies,
+ * whose caller made room before taking the new unit: no checkpoint may fall between) */
 static int apply_log(struct vpool *p, struct vp_wsect *ws, size_t n)
 {
     struct vp_rec *recs = NULL;
     size_t nr = 0;
     if (!n) return 0;   /* replay of a batch without data */
-    int rc = vp_xl_make_room(p, n);
-    if (!rc) rc = vp_xl_write(p, ws, n, &recs, &nr);
+    int rc = vp_xl_write(p, ws, n, &recs, &nr);
     for (size_t i = 0; i < nr && !rc; i++) vp_pend_add(p, &recs[i]);
     free(recs);
     return rc;
