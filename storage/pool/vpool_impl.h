@@ -457,6 +457,8 @@ int  vp_wq_flush(struct vpool *p, struct vp_wqueue *q);   /* all members' queues
 
 /* ---- journal / commit (vpool_journal.c) ---- */
 void vp_pend_add(struct vpool *p, const struct vp_rec *r);
+/* a failed commit's records, ahead of those pended meanwhile, in order, for the next try */
+void vp_pend_restore(struct vpool *p, const struct vp_rec *recs, size_t n);
 void vp_journal_fill(struct vpool *p, int fd, const char *path);   /* holes of a member's journal region: zeros */
 int  vp_commit(struct vpool *p);              /* commit_lock held; durable */
 /* durable=false (write-back under memory pressure): the data goes in place but is

@@ -87,6 +87,21 @@ void vp_pend_add(struct vpool *p, const struct vp_rec *r)
     pthread_mutex_unlock(&p->pend_lock);
 }
 
+void vp_pend_restore(struct vpool *p, const struct vp_rec *recs, size_t n)
+{
+    pthread_mutex_lock(&p->pend_lock);
+    struct vp_rec *m = malloc((n + p->npend) * sizeof *m);
+    if (m) {
+        memcpy(m, recs, n * sizeof *m);
+        if (p->npend) memcpy(m + n, p->pend, p->npend * sizeof *m);
+        free(p->pend);
+        p->pend = m;
+        p->npend += n;
+        p->pend_cap = p->npend;
+    }
+    pthread_mutex_unlock(&p->pend_lock);
+}
+
 int vp_cmp_wsect(const void *a, const void *b)
 {
     const struct vp_wsect *x = a, *y = b;
@@ -442,19 +457,7 @@ done:
     if (durable && atomic_load(&p->durable_gen) < target) atomic_store(&p->durable_gen, target);
     if (atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
 out:
-    if (rc && nrec && !recs_journaled) {   /* keep the metadata deltas, in order, for the next try */
-        pthread_mutex_lock(&p->pend_lock);
-        struct vp_rec *m = malloc((nrec + p->npend) * sizeof *m);
-        if (m) {
-            memcpy(m, recs, nrec * sizeof *m);
-            if (p->npend) memcpy(m + nrec, p->pend, p->npend * sizeof *m);
-            free(p->pend);
-            p->pend = m;
-            p->npend += nrec;
-            p->pend_cap = p->npend;
-        }
-        pthread_mutex_unlock(&p->pend_lock);
-    }
+    if (rc && nrec && !recs_journaled) vp_pend_restore(p, recs, nrec);
     if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
     if (lent) vc_release(p->cache, lent, nlent, committed, p->direct_io);   /* else the page cache has it */
     free(lent); free(ws); free(extra); free(recs); free(dbuf);

@@ -406,19 +406,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
 out:
     /* keep the metadata deltas, in order, for the next try; this commit's own location
      * records are not needed: its sectors stay dirty in the cache and are written again */
-    if (rc && nrec0 && !journaled) {
-        pthread_mutex_lock(&p->pend_lock);
-        struct vp_rec *m = malloc((nrec0 + p->npend) * sizeof *m);
-        if (m) {
-            memcpy(m, recs, nrec0 * sizeof *m);
-            if (p->npend) memcpy(m + nrec0, p->pend, p->npend * sizeof *m);
-            free(p->pend);
-            p->pend = m;
-            p->npend += nrec0;
-            p->pend_cap = p->npend;
-        }
-        pthread_mutex_unlock(&p->pend_lock);
-    }
+    if (rc && nrec0 && !journaled) vp_pend_restore(p, recs, nrec0);
     if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
     if (lent) vc_release(p->cache, lent, nlent, committed, p->direct_io);
     else if (rc && n && n != SIZE_MAX) vc_release(p->cache, ws, n, false, false);
