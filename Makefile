@@ -40,7 +40,13 @@ build: deps
 # other builds that make test runs (mk/asan.mk) also wait for the packages
 asan: deps
 
-$(B)/obj/%.o: %.c
+# The flags of this build, rewritten only when they change: Ceph support is decided when a
+# recipe runs (mk/ceph.mk), so after `make test` has installed librbd-dev on a fresh machine
+# every object is rebuilt with it, instead of a daemon built before staying without it.
+$(B)/.flags: FORCE
+	@mkdir -p $(B); f='$(CC) $(CFLAGS) | $(LDLIBS)'; [ "$$(cat $@ 2>/dev/null)" = "$$f" ] || echo "$$f" > $@
+
+$(B)/obj/%.o: %.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 

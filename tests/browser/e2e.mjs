@@ -135,6 +135,19 @@ try {
   check(apiMsg === `pool "${POOL}" exists`, `form shows "${apiMsg}", expected the API's message`);
   log(`  form error: ${apiMsg}`);
 
+  begin('create a raidz1-log pool from the form; the API reports its layout; delete it');
+  await fillPoolForm('e2elog', 'raidz1-log', [7, 8, 9].map((i) => path.join(tmp, `disk${i}.img`)));
+  await page.click('#pool-create');
+  const logRow = tid('pool-row-e2elog');
+  await logRow.waitFor();
+  await until(async () => (await logRow.locator('[data-testid="state"]').textContent()) === 'ONLINE', 'raidz1-log pool ONLINE');
+  const logLayout = await page.evaluate(async () => (await (await fetch('/api/v1/pools/e2elog')).json()).layout);
+  check(logLayout === 'raidz1-log', `layout ${logLayout}, expected raidz1-log`);
+  const logDel = await page.evaluate(async () => (await fetch('/api/v1/pools/e2elog', { method: 'DELETE' })).status);
+  check(logDel === 204, `DELETE of the raidz1-log pool: ${logDel}`);
+  await go('pools');
+  await until(async () => (await logRow.count()) === 0, 'the raidz1-log pool gone from the list');
+
   begin(`create volume ${POOL}/${VOL} (64M, 512 B blocks)`);
   await go('volumes');
   await page.selectOption('#vol-pool', POOL);
