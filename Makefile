@@ -43,10 +43,12 @@ asan: deps
 # The flags of this build, rewritten only when they change: Ceph support is decided when a
 # recipe runs (mk/ceph.mk), so after `make test` has installed librbd-dev on a fresh machine
 # every object is rebuilt with it, instead of a daemon built before staying without it.
+# (FLAGS_STAMP= turns this off: 13_fresh_build.sh relinks copied objects under other flags.)
+FLAGS_STAMP ?= $(B)/.flags
 $(B)/.flags: FORCE
 	@mkdir -p $(B); f='$(CC) $(CFLAGS) | $(LDLIBS)'; [ "$$(cat $@ 2>/dev/null)" = "$$f" ] || echo "$$f" > $@
 
-$(B)/obj/%.o: %.c $(B)/.flags
+$(B)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 

@@ -27,12 +27,13 @@ chmod +x "$TMP/bin/deps"
 prepare() {
   mkdir -p "$1"
   cp -a "${2:-build}/obj" "${2:-build}/libnasd.a" "$1"/
+  cp -a "${2:-build}/.flags" "$1"/ 2>/dev/null   # the same flags after the deps step: nothing recompiles
   find "$1/obj" -name '*.d' -delete   # they name build/obj paths; not needed for a relink
 }
 unit=$(ls tests/unit/test_*.c | head -1); unit=$(basename "$unit" .c)
 
 prepare "$TMP/control"
-if PATH="$TMP/bin:$PATH" make --no-print-directory B="$TMP/control" DEPS=true all >"$TMP/control.log" 2>&1; then
+if PATH="$TMP/bin:$PATH" make --no-print-directory B="$TMP/control" DEPS=true FLAGS_STAMP= all >"$TMP/control.log" 2>&1; then
   fail "control: make all linked without pkg-config results; the check below would prove nothing"
 fi
 grep -q 'undefined reference' "$TMP/control.log" || { tail -5 "$TMP/control.log"; fail "control failed for another reason"; }
@@ -60,6 +61,7 @@ for target in test; do   # test = deps, then build in a second make, then run-te
     ldd "$TMP/$target/nasd" | grep -q jansson || fail "make $target: nasd does not run"
   echo "make $target: first run with the libraries installed by the deps step links nasd and the unit tests"
 done
-grep -q 'scripts/deps.sh' .ci/run && [ "$(grep -n 'scripts/deps.sh' .ci/run | cut -d: -f1)" -lt "$(grep -n 'make -j2 all' .ci/run | cut -d: -f1)" ] ||
-  fail ".ci/run must run scripts/deps.sh before make -j2 all"
+DEPS_RE='scripts/deps.sh|make .*deps'
+grep -qE "$DEPS_RE" .ci/run && [ "$(grep -nE "$DEPS_RE" .ci/run | head -1 | cut -d: -f1)" -lt "$(grep -n 'make -j2 all' .ci/run | cut -d: -f1)" ] ||
+  fail ".ci/run must install the packages (scripts/deps.sh or make deps) before make -j2 all"
 echo "PASS: fresh-machine build sequence"
