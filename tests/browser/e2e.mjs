@@ -145,6 +145,7 @@ try {
   check(logLayout === 'raidz1-log', `layout ${logLayout}, expected raidz1-log`);
   const logDel = await page.evaluate(async () => (await fetch('/api/v1/pools/e2elog', { method: 'DELETE' })).status);
   check(logDel === 204, `DELETE of the raidz1-log pool: ${logDel}`);
+  await go('dashboard');   /* the same hash would not render the list again */
   await go('pools');
   await until(async () => (await logRow.count()) === 0, 'the raidz1-log pool gone from the list');
 
