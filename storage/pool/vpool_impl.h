@@ -459,6 +459,9 @@ int  vp_wq_flush(struct vpool *p, struct vp_wqueue *q);   /* all members' queues
 void vp_pend_add(struct vpool *p, const struct vp_rec *r);
 /* a failed commit's records, ahead of those pended meanwhile, in order, for the next try */
 void vp_pend_restore(struct vpool *p, const struct vp_rec *recs, size_t n);
+/* A commit's start: the cache's dirty sectors (lent, SIZE_MAX: out of memory), then the
+ * pending records (taken, the caller frees them). commit_lock held. */
+size_t vp_commit_take(struct vpool *p, struct vp_wsect **ws, struct vp_rec **recs, size_t *nrec);
 void vp_journal_fill(struct vpool *p, int fd, const char *path);   /* holes of a member's journal region: zeros */
 int  vp_commit(struct vpool *p);              /* commit_lock held; durable */
 /* durable=false (write-back under memory pressure): the data goes in place but is

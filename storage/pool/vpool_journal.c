@@ -317,6 +317,20 @@ static int add_direct(struct vpool *p, struct vp_wsect **ws, size_t *n, uint8_t 
 
 int vp_journal_records(struct vpool *p, const struct vp_rec *recs, size_t n) { return write_records(p, recs, n); }
 
+size_t vp_commit_take(struct vpool *p, struct vp_wsect **ws, struct vp_rec **recs, size_t *nrec)
+{
+    pthread_rwlock_wrlock(&p->put_lock);
+    size_t n = vc_collect_dirty(p->cache, ws);
+    pthread_rwlock_unlock(&p->put_lock);
+    if (n == SIZE_MAX) return n;
+    pthread_mutex_lock(&p->pend_lock);   /* after collecting: an allocation precedes its data */
+    *recs = p->pend;
+    *nrec = p->npend;
+    p->pend = NULL; p->npend = p->pend_cap = 0;
+    pthread_mutex_unlock(&p->pend_lock);
+    return n;
+}
+
 int vp_journal_small(struct vpool *p, const struct vp_rec *recs, size_t nrec, const struct vp_wsect *ws, size_t nws)
 {
     if (nrec + nws > VP_BATCH_RECS) return -E2BIG;
@@ -341,16 +355,9 @@ int vp_commit_ex(struct vpool *p, bool durable)
     uint64_t target = atomic_load(&p->write_gen);
     struct vp_wsect *ws;
     uint8_t *extra = NULL;
-    pthread_rwlock_wrlock(&p->put_lock);
-    size_t n = vc_collect_dirty(p->cache, &ws);
-    pthread_rwlock_unlock(&p->put_lock);
+    struct vp_rec *recs;
+    size_t nrec, n = vp_commit_take(p, &ws, &recs, &nrec);
     if (n == SIZE_MAX) return -ENOMEM;
-
-    pthread_mutex_lock(&p->pend_lock);   /* after collecting: an allocation precedes its data */
-    struct vp_rec *recs = p->pend;
-    size_t nrec = p->npend;
-    p->pend = NULL; p->npend = p->pend_cap = 0;
-    pthread_mutex_unlock(&p->pend_lock);
 
     /* a durable commit makes the checksums of direct writes durable too (vpool_direct.c) */
     bool dckpt = durable && p->dlist_over;

@@ -331,15 +331,10 @@ int vp_xl_commit(struct vpool *p, bool durable)
     uint64_t target = atomic_load(&p->write_gen);
     struct vp_wsect *ws;
     uint8_t *extra = NULL;
-    pthread_rwlock_wrlock(&p->put_lock);
-    size_t n = vc_collect_dirty(p->cache, &ws);
-    pthread_rwlock_unlock(&p->put_lock);
+    struct vp_rec *recs;
+    size_t nrec, n = vp_commit_take(p, &ws, &recs, &nrec);
     if (n == SIZE_MAX) return -ENOMEM;
-    pthread_mutex_lock(&p->pend_lock);   /* after collecting: an allocation precedes its data */
-    struct vp_rec *recs = p->pend;
-    size_t nrec = p->npend, nrec0 = nrec;   /* location records of this commit go after these */
-    p->pend = NULL; p->npend = p->pend_cap = 0;
-    pthread_mutex_unlock(&p->pend_lock);
+    size_t nrec0 = nrec;   /* location records of this commit go after these */
     struct vp_wsect *lent = NULL;
     size_t nlent = n;
     bool committed = false, journaled = false;
