@@ -63,7 +63,8 @@ tgtadm -C "$CPORT" --lld iscsi --mode target --op bind --tid 1 -I ALL || { echo 
 mkdir -p "$tmp/d"
 start_nasd "$tmp/d" --log-level warn
 m=""; for i in 0 1 2 3; do m="$m{\"path\":\"$tmp/d/m$i.img\",\"size\":\"512M\",\"create\":true},"; done
-expect 201 POST pools "{\"name\":\"bench\",\"layout\":\"raidz1\",\"members\":[${m%,}]}"
+LAYOUT=${BENCH_POOL_LAYOUT:-raidz1}   # raidz1-log: the log-structured layout
+expect 201 POST pools "{\"name\":\"bench\",\"layout\":\"$LAYOUT\",\"members\":[${m%,}]}"
 expect 201 POST volumes '{"pool":"bench","name":"lun0","size":"1G"}'
 expect 201 POST exports/iscsi '{"name":"bench","volume":"bench/lun0"}'
 DURL="iscsi://127.0.0.1:$ISCSI_PORT/iqn.2026-12.io.nasd:bench/0"
@@ -105,7 +106,7 @@ for w in "4k-randwrite:-w -r -q 32 -b 4096" "1m-seqwrite:-w -q 8 -b 1048576" "4k
 done
 ratio() { awk -v n="$1" -v t="$2" 'BEGIN { if (t > 0) printf "%.2f", n / t; else print "n/a" }'; }
 echo
-echo "file: nasd's target code (iscsi_serve) on a plain file; raidz1: the nasd daemon, volume on a raidz1 pool of 4 files"
+echo "file: nasd's target code (iscsi_serve) on a plain file; raidz1: the nasd daemon, volume on a $LAYOUT pool of 4 files"
 printf '%-14s %11s %11s %11s %9s %9s\n' workload "tgt file" "nasd file" "nasd raidz1" "file/tgt" "raidz1/tgt"
 for name in 4k-randread 512b-seqread; do
     t=${R[$name,tgt]}; n=${R[$name,nasd]}; d=${R[$name,daemon]}
