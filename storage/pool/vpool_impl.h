@@ -329,6 +329,8 @@ static inline bool vp_all_zero(const uint8_t *b, size_t len)   /* len a multiple
 static inline bool vp_bit(const uint64_t *b, uint64_t i) { return b[i / 64] >> (i % 64) & 1; }
 static inline void vp_bit_set(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i % 64); }
 uint32_t vp_csum_of(const void *sector);
+static inline bool vp_sect_ok(uint32_t cs, const uint8_t *data) { return vp_csum_of(data) == cs; }
+int  vp_cmp_u64(const void *a, const void *b);   /* qsort of uint64_t (vpool_intent.c) */
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v);   /* marks the metadata page dirty */
 void vp_loc_dirty(struct vpool *p, uint64_t s);   /* format 3: s's location page */
 void vp_csum_clear_only(struct vpool *p, uint64_t s);   /* no location drop: alloc_lock only */

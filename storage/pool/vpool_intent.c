@@ -57,7 +57,7 @@ static int cmp_ient(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static int cmp_u64(const void *a, const void *b)
+int vp_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -184,7 +184,7 @@ int vp_intents_resolve(struct vpool *p, struct vp_intents *t)
         groups[ng++] = row * VP_CHUNK_SECT + s % VP_CHUNK_SECT;
     }
     if (p->layout == VPOOL_RAIDZ1) {
-        qsort(groups, ng, sizeof *groups, cmp_u64);
+        qsort(groups, ng, sizeof *groups, vp_cmp_u64);
         for (size_t k = 0; k < ng; k++)
             if (!k || groups[k] != groups[k - 1])
                 resync_parity(p, groups[k] / VP_CHUNK_SECT, (unsigned)(groups[k] % VP_CHUNK_SECT), buf, tmp);

@@ -28,7 +28,6 @@ static void xor_sources(uint8_t *dst, const uint8_t *const *src, int n)
     }
 }
 
-static bool sect_ok(uint32_t cs, const uint8_t *data) { return vp_csum_of(data) == cs; }
 
 /* ---------------- reads ---------------- */
 
@@ -51,7 +50,7 @@ static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *
         for (int m = 0; m < p->n; m++) {
             if (!vp_readable(p, m)) continue;
             bool read_ok = vp_mread(p, m, tmp, VP_SECTOR, off) == 0;
-            if (read_ok && sect_ok(cs, tmp)) {
+            if (read_ok && vp_sect_ok(cs, tmp)) {
                 if (!good) memcpy(buf, tmp, VP_SECTOR);
                 good = true;
             } else {
@@ -71,7 +70,7 @@ static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *
         bool dm_bad = false;
         if (vp_readable(p, dm)) {
             bool read_ok = vp_mread(p, dm, buf, VP_SECTOR, off) == 0;
-            if (read_ok && sect_ok(cs, buf)) { free(tmp); return 0; }
+            if (read_ok && vp_sect_ok(cs, buf)) { free(tmp); return 0; }
             dm_bad = vp_readable(p, dm);       /* still usable: rewrite it once rebuilt */
             if (read_ok) vp_member_ck_err(p, dm);
         }
@@ -83,7 +82,7 @@ static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *
                 if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) all = false;
                 else vp_xor_into(buf, tmp, VP_SECTOR);
             }
-            if (all && sect_ok(cs, buf)) {
+            if (all && vp_sect_ok(cs, buf)) {
                 rc = 0;
                 if (dm_bad && vp_mwrite(p, dm, buf, VP_SECTOR, off) == 0) atomic_fetch_add(&p->repaired, 1);
             }
@@ -146,7 +145,7 @@ static int read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, b
     for (unsigned i = 0; i < count; i++) {
         uint8_t *b = buf + i * VP_SECTOR;
         if (!vp_has_data(cs[i])) { memset(b, 0, VP_SECTOR); continue; }
-        if (direct && sect_ok(cs[i], b)) continue;
+        if (direct && vp_sect_ok(cs[i], b)) continue;
         int rc = locked ? read_locked(p, s + i, b) : read_slow(p, s + i, b);
         if (rc) return rc;
     }
@@ -670,11 +669,11 @@ int vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask)
         for (unsigned w = 0; w < VP_CHUNK_SECT && !rc; w++) {
             uint32_t cs = vp_csum_get(p, s0 + w);
             uint8_t *sec = acc + w * VP_SECTOR;
-            if (!vp_has_data(cs) || sect_ok(cs, sec)) continue;
+            if (!vp_has_data(cs) || vp_sect_ok(cs, sec)) continue;
             bool fixed = false;
             for (int m = 0; m < p->n && !fixed; m++) {
                 if ((target_mask & (1u << m)) || !vp_readable(p, m)) continue;
-                fixed = vp_mread(p, m, tmp, VP_SECTOR, off + w * VP_SECTOR) == 0 && sect_ok(cs, tmp);
+                fixed = vp_mread(p, m, tmp, VP_SECTOR, off + w * VP_SECTOR) == 0 && vp_sect_ok(cs, tmp);
                 if (fixed) memcpy(sec, tmp, VP_SECTOR);
             }
             if (!fixed) atomic_fetch_add(&p->unrepairable, 1);
@@ -734,7 +733,7 @@ static int scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unr
             int good = -1; uint32_t bad = 0;
             for (int m = 0; m < n; m++) {
                 if (!rd[m]) continue;
-                if (sect_ok(cs, buf[m] + w * VP_SECTOR)) { if (good < 0) good = m; }
+                if (vp_sect_ok(cs, buf[m] + w * VP_SECTOR)) { if (good < 0) good = m; }
                 else bad |= 1u << m;
             }
             for (int m = 0; m < n; m++) {
@@ -752,7 +751,7 @@ static int scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unr
             int m = vp_col_member(p, row, c);
             uint32_t cs = phys_csum(p, vp_row_sect0(p, row, c) + w);
             if (!vp_has_data(cs) || !rd[m]) continue;
-            if (!sect_ok(cs, buf[m] + w * VP_SECTOR)) {
+            if (!vp_sect_ok(cs, buf[m] + w * VP_SECTOR)) {
                 bad_col = c; nbad++;
                 if (count) vp_member_ck_err(p, m);
             }
@@ -764,7 +763,7 @@ static int scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unr
             uint32_t cs = phys_csum(p, vp_row_sect0(p, row, bad_col) + w);
             memset(tmp, 0, VP_SECTOR);
             for (int m = 0; m < n; m++) if (m != bm) vp_xor_into(tmp, buf[m] + w * VP_SECTOR, VP_SECTOR);
-            if (sect_ok(cs, tmp) && vp_mwrite(p, bm, tmp, VP_SECTOR, woff) == 0) {
+            if (vp_sect_ok(cs, tmp) && vp_mwrite(p, bm, tmp, VP_SECTOR, woff) == 0) {
                 memcpy(buf[bm] + w * VP_SECTOR, tmp, VP_SECTOR);
                 (*rep)++;
             } else (*unrep)++;

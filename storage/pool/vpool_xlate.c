@@ -86,12 +86,6 @@ void vp_xl_drop(struct vpool *p, uint64_t s)
     if (x->built) xl_unlive(x, l - 1);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* A parity group whose data reached the disk without its parity (or the reverse)
  * would turn a later member loss into lost sectors. The rows replayed records point
  * into are scrubbed (after the reverse map is built): a sector accepted through parity
@@ -107,7 +101,7 @@ static int resync_rows(struct vpool *p)
         int col;
         g[i] = vp_row_of(p, g[i], &col);
     }
-    qsort(g, n, sizeof *g, cmp_u64);
+    qsort(g, n, sizeof *g, vp_cmp_u64);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++)
         if (!i || g[i] != g[i - 1]) rc = vp_resync_row(p, g[i], &rep, &unrep);
@@ -157,8 +151,6 @@ int vp_xl_rebuild(struct vpool *p)
     return 0;
 }
 
-static bool sect_ok(uint32_t cs, const uint8_t *d) { return vp_csum_of(d) == cs; }
-
 /* Slow path of one sector: location and checksum read together, then a read that
  * rebuilds from parity and repairs. */
 static int read_one_locked(struct vpool *p, uint64_t s, uint8_t *buf)
@@ -198,7 +190,7 @@ int vp_xl_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, bo
     for (unsigned i = 0; i < count; i++) {
         uint8_t *b = buf + (size_t)i * VP_SECTOR;
         if (!vp_has_data(cs[i])) { memset(b, 0, VP_SECTOR); continue; }
-        if (ok[i] && sect_ok(cs[i], b)) continue;
+        if (ok[i] && vp_sect_ok(cs[i], b)) continue;
         if (!xl_held) vp_xl_rdlock(p);
         int rc = read_one_locked(p, s + i, b);
         if (!xl_held) vp_xl_unlock(p);
@@ -234,7 +226,7 @@ static bool phys_matches(struct vpool *p, uint64_t phys, uint32_t cs)
     int col;
     uint64_t row = vp_row_of(p, phys, &col), off = vp_moff(p, row, phys % VP_CHUNK_SECT);
     int dm = vp_col_member(p, row, col);
-    bool ok = vp_readable(p, dm) && vp_mread(p, dm, a, VP_SECTOR, off) == 0 && sect_ok(cs, a);
+    bool ok = vp_readable(p, dm) && vp_mread(p, dm, a, VP_SECTOR, off) == 0 && vp_sect_ok(cs, a);
     if (!ok) {
         bool all = true;
         memset(a, 0, VP_SECTOR);
@@ -243,7 +235,7 @@ static bool phys_matches(struct vpool *p, uint64_t phys, uint32_t cs)
             all = vp_readable(p, m) && vp_mread(p, m, t, VP_SECTOR, off) == 0;
             if (all) vp_xor_into(a, t, VP_SECTOR);
         }
-        ok = all && sect_ok(cs, a);
+        ok = all && vp_sect_ok(cs, a);
     }
     free(a); free(t);
     return ok;
@@ -279,7 +271,7 @@ int vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r)
 int vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *data)
 {
     struct vp_xl *x = p->xl;
-    if (r->a >= p->n_sect || vp_csum_of(data) != r->a32) return -EBADMSG;
+    if (r->a >= p->n_sect || !vp_sect_ok(r->a32, data)) return -EBADMSG;
     size_t i = x->ndropped;
     while (i && x->dropped[i - 1].a != r->a) i--;
     if (!i) return 0;   /* its location record found the data in place */

@@ -222,7 +222,7 @@ static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n
                 uint64_t s = sect[w] - 1;
                 uint32_t cs = vp_csum_get(p, s);
                 uint8_t *d = buf + *n * VP_SECTOR;
-                if (rd && vp_csum_of(chunk + w * VP_SECTOR) == cs) memcpy(d, chunk + w * VP_SECTOR, VP_SECTOR);
+                if (rd && vp_sect_ok(cs, chunk + w * VP_SECTOR)) memcpy(d, chunk + w * VP_SECTOR, VP_SECTOR);
                 else {
                     vp_xl_rdlock(p);
                     int rc = vp_read_phys(p, ph0 + w, cs, d, s);
@@ -361,7 +361,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
      * a few writes) puts its data in the journal batch too: one synchronous write instead
      * of a sync of every member; replay writes the data to its location if needed */
     bool small = durable && n && n <= VP_XL_SMALL && !atomic_load(&p->unsynced) && nrec + 2 * n <= 4096;
-    for (int m = 0; m < p->n && small; m++) small = atomic_load(&p->m[m].state) == VPOOL_M_ONLINE;   /* see replay */
+    small = small && vp_pool_state(p) == VPOOL_ONLINE;   /* every member: see replay */
     for (size_t i = 0; i < n && small; i++) small = ws[i].data != NULL;
     uint64_t t0 = vp_now_ns();
     /* in slices of half a segment: the cleaner then always finds room, even when this
