@@ -446,8 +446,9 @@ uint32_t vp_xl_phys_csum(struct vpool *p, uint64_t phys);   /* checksum of what 
 bool vp_xl_row_live(struct vpool *p, uint64_t row);
 struct vp_xl_stats { uint64_t nseg, free, pending, cleaned_segs, moved_sect, written_sect, pad_sect; };
 void vp_xl_stats(struct vpool *p, struct vp_xl_stats *st);
-/* verified read of one physical sector with repair from parity (vpool_layout.c); takes the row lock */
-int  vp_read_phys(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s);
+/* verified read of one physical sector with repair from parity (vpool_layout.c); takes the
+ * row lock. quiet: no repair, error counts or messages, just whether it matches (0) */
+int  vp_read_phys(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s, bool quiet);
 int  vp_journal_records(struct vpool *p, const struct vp_rec *recs, size_t n);   /* commit_lock */
 /* one batch: recs, then ws (sorted) as VP_REC_WRITE records with their data; commit_lock */
 int  vp_journal_small(struct vpool *p, const struct vp_rec *recs, size_t nrec, const struct vp_wsect *ws, size_t nws);

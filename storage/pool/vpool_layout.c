@@ -32,8 +32,10 @@ static void xor_sources(uint8_t *dst, const uint8_t *const *src, int n)
 /* ---------------- reads ---------------- */
 
 /* Locked path for one sector: the data at physical sector phys (= the pool sector on
- * formats 1-2) must match cs; else reconstruct and repair. s names it in messages. */
-static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s)
+ * formats 1-2) must match cs; else reconstruct and repair. s names it in messages.
+ * quiet: only say whether it matches (no repair, counts or messages: replay checks
+ * locations that a crash may have left torn). */
+static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s, bool quiet)
 {
     if (!vp_has_data(cs)) { memset(buf, 0, VP_SECTOR); return 0; }
     int col;
@@ -55,10 +57,11 @@ static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *
                 good = true;
             } else {
                 bad |= 1u << m;
-                if (read_ok) vp_member_ck_err(p, m);
+                if (read_ok && !quiet) vp_member_ck_err(p, m);
             }
         }
-        if (good) {
+        if (good && quiet) rc = 0;
+        else if (good) {
             rc = 0;
             for (int m = 0; m < p->n; m++) {
                 if (!(bad & (1u << m)) || !vp_readable(p, m)) continue;
@@ -71,8 +74,8 @@ static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *
         if (vp_readable(p, dm)) {
             bool read_ok = vp_mread(p, dm, buf, VP_SECTOR, off) == 0;
             if (read_ok && vp_sect_ok(cs, buf)) { free(tmp); return 0; }
-            dm_bad = vp_readable(p, dm);       /* still usable: rewrite it once rebuilt */
-            if (read_ok) vp_member_ck_err(p, dm);
+            dm_bad = vp_readable(p, dm) && !quiet;   /* still usable: rewrite it once rebuilt */
+            if (read_ok && !quiet) vp_member_ck_err(p, dm);
         }
         if (p->layout == VPOOL_RAIDZ1) {
             memset(buf, 0, VP_SECTOR);
@@ -88,7 +91,7 @@ static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *
             }
         }
     }
-    if (rc) {
+    if (rc && !quiet) {
         atomic_fetch_add(&p->unrepairable, 1);
         log_warn("vpool %s: unrecoverable checksum error at pool sector %llu", p->name, (unsigned long long)s);
     }
@@ -98,16 +101,16 @@ static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *
 
 static int read_locked(struct vpool *p, uint64_t s, uint8_t *buf)
 {
-    return read_at_locked(p, s, vp_csum_get(p, s), buf, s);
+    return read_at_locked(p, s, vp_csum_get(p, s), buf, s, false);
 }
 
-int vp_read_phys(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s)
+int vp_read_phys(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *buf, uint64_t s, bool quiet)
 {
     int col;
     uint64_t row = vp_row_of(p, phys, &col);
     pthread_mutex_t *l = vp_rowlock(p, row);
     pthread_mutex_lock(l);
-    int rc = read_at_locked(p, phys, cs, buf, s);
+    int rc = read_at_locked(p, phys, cs, buf, s, quiet);
     pthread_mutex_unlock(l);
     return rc;
 }

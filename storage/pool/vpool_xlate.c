@@ -162,7 +162,7 @@ static int read_one_locked(struct vpool *p, uint64_t s, uint8_t *buf)
         log_warn("vpool %s: pool sector %llu has no location", p->name, (unsigned long long)s);
         return -EIO;
     }
-    return vp_read_phys(p, l - 1, cs, buf, s);
+    return vp_read_phys(p, l - 1, cs, buf, s, false);
 }
 
 int vp_xl_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, bool xl_held)
@@ -218,26 +218,10 @@ bool vp_xl_row_live(struct vpool *p, uint64_t row)
  * others (nothing is repaired or counted: a torn record is expected after a crash). */
 static bool phys_matches(struct vpool *p, uint64_t phys, uint32_t cs)
 {
-    uint8_t *a = NULL, *t = NULL;
-    if (posix_memalign((void **)&a, 64, VP_SECTOR) || posix_memalign((void **)&t, 64, VP_SECTOR)) {
-        free(a);
-        return false;
-    }
-    int col;
-    uint64_t row = vp_row_of(p, phys, &col), off = vp_moff(p, row, phys % VP_CHUNK_SECT);
-    int dm = vp_col_member(p, row, col);
-    bool ok = vp_readable(p, dm) && vp_mread(p, dm, a, VP_SECTOR, off) == 0 && vp_sect_ok(cs, a);
-    if (!ok) {
-        bool all = true;
-        memset(a, 0, VP_SECTOR);
-        for (int m = 0; m < p->n && all; m++) {
-            if (m == dm) continue;
-            all = vp_readable(p, m) && vp_mread(p, m, t, VP_SECTOR, off) == 0;
-            if (all) vp_xor_into(a, t, VP_SECTOR);
-        }
-        ok = all && vp_sect_ok(cs, a);
-    }
-    free(a); free(t);
+    uint8_t *a = NULL;
+    if (posix_memalign((void **)&a, 64, VP_SECTOR)) return false;
+    bool ok = vp_read_phys(p, phys, cs, a, phys, true) == 0;
+    free(a);
     return ok;
 }
 

@@ -225,7 +225,7 @@ static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n
                 if (rd && vp_sect_ok(cs, chunk + w * VP_SECTOR)) memcpy(d, chunk + w * VP_SECTOR, VP_SECTOR);
                 else {
                     vp_xl_rdlock(p);
-                    int rc = vp_read_phys(p, ph0 + w, cs, d, s);
+                    int rc = vp_read_phys(p, ph0 + w, cs, d, s, false);
                     vp_xl_unlock(p);
                     if (rc == -ENOMEM) return rc;
                     if (rc) {   /* lost already (counted, logged): let go of it, so the segment can be freed */
