@@ -8,8 +8,12 @@ set -u
 T=$(mktemp -d /tmp/nasd-it-dsnap.XXXXXX)
 trap 'stop_nasd; rm -rf "$T"' EXIT
 start_nasd "$T"
-expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"mirror\",\"members\":[
-  {\"path\":\"$T/d0.img\",\"size\":\"160M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"160M\",\"create\":true}]}"
+LAYOUT=${LAYOUT:-mirror}
+M2=""   # raidz1 layouts need a third member
+[ "$LAYOUT" = mirror ] || M2=",{\"path\":\"$T/d2.img\",\"size\":\"160M\",\"create\":true}"
+expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"$LAYOUT\",\"members\":[
+  {\"path\":\"$T/d0.img\",\"size\":\"160M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"160M\",\"create\":true}$M2]}"
+[ "$(api GET pools/tank | jq -r .layout)" = "$LAYOUT" ] || fail "layout of tank"
 expect 201 POST datasets '{"pool":"tank","name":"ds","mode":"0777"}'
 expect 201 POST exports/nfs '{"dataset":"tank/ds","clients":["127.0.0.0/8"],"root_squash":false}'
 ARGS="?nfsport=$NFS_PORT&mountport=$MOUNT_PORT"
