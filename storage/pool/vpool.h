@@ -88,6 +88,7 @@ struct vpool_status {
     uint64_t scrub_repaired, scrub_unrepairable, scrub_started, scrub_finished; /* unix time */
     int resilver_running;
     double resilver_progress;
+    uint64_t resilver_rows;           /* rows rebuilt by the last (or running) resilver */
     uint64_t repaired, unrepairable;  /* all repairs since open (reads + scrub + resilver) */
 };
 int  vpool_get_status(struct vpool *p, struct vpool_status *st);

@@ -355,6 +355,7 @@ int vpool_get_status(struct vpool *p, struct vpool_status *st)
     st->resilver_running = atomic_load(&p->resilver_running);
     st->scrub_progress = st->scrub_running ? prog : (atomic_load(&p->scrub_finished) ? 1.0 : 0.0);
     st->resilver_progress = st->resilver_running ? prog : 1.0;
+    st->resilver_rows = atomic_load(&p->bg_rebuilt);
     st->scrub_repaired = atomic_load(&p->scrub_repaired);
     st->scrub_unrepairable = atomic_load(&p->scrub_unrepairable);
     st->scrub_started = atomic_load(&p->scrub_started);
@@ -382,7 +383,7 @@ int vpool_member_offline(struct vpool *p, int idx)
     pthread_mutex_lock(&p->commit_lock);
     int rc = vp_commit(p);
     if (!rc) {
-        memset(p->changed_au, 0, p->n_au);
+        memset(p->changed_au, 0, vp_phys_aus(p));
         p->changed_any = 0;
         atomic_store(&p->m[idx].state, VPOOL_M_OFFLINE);
         rc = vp_checkpoint(p);   /* its label now lags: a later import knows it is stale */

@@ -247,9 +247,10 @@ struct vpool {
     int bg_kind;                  /* 1 scrub, 2 resilver */
     _Atomic int scrub_running, resilver_running;
     _Atomic uint64_t bg_done, bg_total;
+    _Atomic uint64_t bg_rebuilt;   /* rows rebuilt by the last (or running) resilver */
     _Atomic uint64_t scrub_repaired, scrub_unrepairable, scrub_started, scrub_finished;
     uint32_t resilver_mask;       /* members to rebuild */
-    uint8_t *changed_au;          /* AUs written while some member was offline */
+    uint8_t *changed_au;          /* physical AUs written while some member was offline */
     int changed_any;              /* any changed_au set since the last offline */
 
     _Atomic uint64_t repaired, unrepairable;
@@ -289,6 +290,8 @@ static inline int vp_member_col(const struct vpool *p, uint64_t row, int m)
     if (m == pm) return -1;
     return (int)((m - pm - 1 + p->n) % p->n);
 }
+/* units of changed_au: the physical data area in AUs (format 3 has more than n_au) */
+static inline uint64_t vp_phys_aus(const struct vpool *p) { return p->rows * p->ndata / (VP_AU_SECT / VP_CHUNK_SECT); }
 static inline uint64_t vp_row_sect0(const struct vpool *p, uint64_t row, int col)
 {
     if (p->layout == VPOOL_MIRROR) return row * VP_CHUNK_SECT;

@@ -99,7 +99,7 @@ int vp_meta_alloc(struct vpool *p)
     p->au = calloc(p->n_au, sizeof *p->au);
     p->snap_cur = 1;
     p->meta_dirty = calloc(p->meta_pages, 1);
-    p->changed_au = calloc(p->n_au, 1);
+    p->changed_au = calloc(vp_phys_aus(p) ? vp_phys_aus(p) : 1, 1);
     if (!p->au || !p->meta_dirty || !p->changed_au || !p->rbits) return -ENOMEM;
     return vp_is_log(p) ? vp_xl_alloc(p) : 0;
 }

@@ -1,6 +1,7 @@
 /* Background work: scrub (verify + repair every live row) and resilver (rebuild the
  * chunks of members being resilvered, either every live row or only the rows of
- * allocation units written while the member was offline). One thread at a time. */
+ * allocation units written while the member was offline; for format 3 the physical
+ * rows the log wrote meanwhile). One thread at a time. */
 #include "storage/pool/vpool_impl.h"
 #include "util/log.h"
 #include <string.h>
@@ -23,7 +24,7 @@ static bool row_changed(struct vpool *p, uint64_t row)
 {
     for (int c = 0; c < p->ndata; c++) {
         uint64_t au = vp_row_sect0(p, row, c) / VP_AU_SECT;
-        if (au < p->n_au && p->changed_au[au]) return true;
+        if (au < vp_phys_aus(p) && p->changed_au[au]) return true;
     }
     return false;
 }
@@ -42,7 +43,10 @@ static void *bg_main(void *arg)
         atomic_store(&p->bg_done, row);
         if (!vp_row_live(p, row)) continue;
         if (kind == BG_SCRUB) rc = vp_scrub_row(p, row, &rep, &unrep);
-        else if (kind == BG_RESILVER || row_changed(p, row)) rc = vp_rebuild_row(p, row, mask);
+        else if (kind == BG_RESILVER || row_changed(p, row)) {
+            rc = vp_rebuild_row(p, row, mask);
+            atomic_fetch_add(&p->bg_rebuilt, 1);
+        }
     }
     atomic_store(&p->bg_done, p->rows);
     if (kind == BG_SCRUB) {
@@ -120,7 +124,7 @@ int vp_bg_start(struct vpool *p, int kind, uint32_t mask)
         atomic_store(&p->scrub_repaired, 0);
         atomic_store(&p->scrub_unrepairable, 0);
     }
-    if (kind == BG_RESILVER_CHANGED && p->xl) kind = BG_RESILVER;   /* format 3 tracks no changed units */
+    if (kind != BG_SCRUB) atomic_store(&p->bg_rebuilt, 0);
     p->bg_kind = kind;
     p->resilver_mask = mask;
     atomic_store(&p->bg_done, 0);

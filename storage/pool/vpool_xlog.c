@@ -162,6 +162,7 @@ int vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec **
         lock_rows(p, r, nr, true);   /* against scrub, resilver and repairs of these rows */
         rc = vp_wq_flush(p, q);
         lock_rows(p, r, nr, false);
+        for (size_t i = 0; i < nr; i++) vp_note_degraded_write(p, vp_row_sect0(p, r[i].row, 0));   /* resilver */
         atomic_store(&p->unsynced, 1);
     }
     for (int m = 0; m < VP_MAXM; m++) free(q[m].e);

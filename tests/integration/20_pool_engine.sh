@@ -54,7 +54,13 @@ $PAT write "$URL" 2 64 >/dev/null || fail "write while degraded"
 expect 200 POST pools/tank/online '{"member":2}'
 wait_background
 [ "$(pool_state)" = ONLINE ] || fail "not ONLINE after online+resilver"
+rows=$(api GET pools/tank | jq -r .resilver.rows)
+[ "$rows" -gt 0 ] 2>/dev/null || fail "resilver rows: $rows"
+# the resilvered member alone now holds its column: another member offline, read it all
+expect 200 POST pools/tank/offline '{"member":0}'
 $PAT verify "$URL" 2 64 >/dev/null || fail "data wrong after resilver"
+expect 200 POST pools/tank/online '{"member":0}'
+wait_background
 
 # 3. a member disappears: import is DEGRADED, replace onto a new file resilvers to ONLINE
 stop_nasd

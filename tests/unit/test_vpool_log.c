@@ -303,6 +303,55 @@ START_TEST(t_log_threads)
 }
 END_TEST
 
+/* A member offline for a while: only the rows the log wrote meanwhile are rebuilt
+ * (nothing at all when nothing was written), and the rebuilt member then serves as
+ * the source of another member's column. The cleaner runs while the member is away. */
+START_TEST(t_log_resilver_changed)
+{
+    struct tdir t;
+    struct vpool *p = make_pool(&t, 16ull << 20, 4ull << 20);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    uint64_t nblk = st.size / 4096 * 8 / 10;
+    ck_assert_int_eq(vpool_vol_create(p, "v", nblk * 4096, 0), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    fill(b, nblk, 1);
+    scribble(b, nblk, 1500, 3000, 0);   /* the log wraps: from here on writes clean */
+    ck_assert_int_eq(vpool_member_offline(p, 1), 0);   /* nothing written: nothing to do */
+    ck_assert_int_eq(vpool_member_online(p, 1), 0);
+    vpool_wait_background(p);
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.state, VPOOL_ONLINE);
+    ck_assert_uint_eq(st.resilver_rows, 0);
+    ck_assert_int_eq(vpool_member_offline(p, 1), 0);
+    struct vp_xl_stats before, after;
+    vp_xl_stats(p, &before);
+    scribble(b, nblk, 200, 7000, 0);
+    vp_xl_stats(p, &after);
+    uint64_t live = 0;
+    for (uint64_t r = 0; r < p->rows; r++) live += vp_row_live(p, r);
+    ck_assert_uint_gt(after.cleaned_segs, before.cleaned_segs);
+    ck_assert_int_eq(vpool_member_online(p, 1), 0);
+    vpool_wait_background(p);
+    vpool_get_status(p, &st);
+    ck_assert_int_eq(st.state, VPOOL_ONLINE);
+    printf("changed-only resilver: %llu of %llu live rows\n", (unsigned long long)st.resilver_rows,
+           (unsigned long long)live);
+    ck_assert_uint_gt(st.resilver_rows, 0);
+    ck_assert_uint_lt(st.resilver_rows, live);
+    ck_assert_int_eq(vpool_member_offline(p, 3), 0);   /* column 1 now only from member 1 */
+    nasd_bdev_put(b);
+    check_all(p, nblk);
+    ck_assert_int_eq(vpool_member_online(p, 3), 0);
+    vpool_wait_background(p);
+    vpool_close(p);
+    p = reimport(&t, 2, 1u << 20);   /* and without another member, after an import */
+    check_all(p, nblk);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 START_TEST(t_log_needs_raidz1)
 {
     struct tdir t;
@@ -328,6 +377,7 @@ int main(void)
     tcase_add_test(tc, t_log_repair);
     tcase_add_test(tc, t_log_unmap_snapshot);
     tcase_add_test(tc, t_log_threads);
+    tcase_add_test(tc, t_log_resilver_changed);
     tcase_add_test(tc, t_log_needs_raidz1);
     suite_add_tcase(s, tc);
     return run_suite(s);
