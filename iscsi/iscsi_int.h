@@ -115,6 +115,7 @@ struct iscsi_conn {
     int login_stage;                   /* current stage (0 security, 1 operational) */
     bool login_started, auth_done, discovery;
     bool opt_sent_mrdsl, tpgt_sent;
+    bool neg_first_burst;         /* FirstBurstLength agreed (MaxBurstLength may not go below it) */
     enum chap_state chap;
     uint8_t chap_id, chap_chal[16];
     bool disc_required, disc_all;      /* discovery CHAP required / passed with its own creds */

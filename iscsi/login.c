@@ -75,11 +75,14 @@ bool login_negotiate_key(struct iscsi_conn *c, const char *k, const char *v, str
     } else if (!strcmp(k, "MaxBurstLength")) {
         uint32_t n = clamp_num(v, 512, 16777215, &ok);
         c->max_burst = n < ISCSI_OUR_MAX_BURST ? n : ISCSI_OUR_MAX_BURST;
+        /* below a FirstBurstLength agreed in an earlier PDU: the initiator broke 13.14 */
+        if (c->neg_first_burst && c->first_burst > c->max_burst) return false;
         text_add(o, k, "%u", c->max_burst);
     } else if (!strcmp(k, "FirstBurstLength")) {
         uint32_t n = clamp_num(v, 512, 16777215, &ok);
         c->first_burst = n < ISCSI_OUR_FIRST_BURST ? n : ISCSI_OUR_FIRST_BURST;
         if (c->first_burst > c->max_burst) c->first_burst = c->max_burst;   /* RFC 7143 13.14 */
+        c->neg_first_burst = true;
         text_add(o, k, "%u", c->first_burst);
     } else if (!strcmp(k, "DefaultTime2Wait")) {
         uint32_t n = clamp_num(v, 0, 3600, &ok);
@@ -337,9 +340,12 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
         if (!c->auth_done && auth_required(c)) return login_fail(c, bhs, &r, ST_AUTH_FAILED);
         c->auth_done = true;
         if (!c->opt_sent_mrdsl) { text_add(&r.keys, "MaxRecvDataSegmentLength", "%u", ISCSI_OUR_MRDSL); c->opt_sent_mrdsl = true; }
-        for (unsigned i = 0; i < kl.n; i++)
-            if (!login_negotiate_key(c, kl.p[i].key, kl.p[i].value, &r.keys))
-                return login_fail(c, bhs, &r, ST_INITIATOR_ERROR);
+        /* MaxBurstLength first: FirstBurstLength is clamped to it whatever the key order */
+        for (int pass = 0; pass < 2; pass++)
+            for (unsigned i = 0; i < kl.n; i++)
+                if ((strcmp(kl.p[i].key, "MaxBurstLength") == 0) == (pass == 0) &&
+                    !login_negotiate_key(c, kl.p[i].key, kl.p[i].value, &r.keys))
+                    return login_fail(c, bhs, &r, ST_INITIATOR_ERROR);
     }
     if (r.keys.oom) return login_fail(c, bhs, &r, ST_TARGET_ERROR);
 

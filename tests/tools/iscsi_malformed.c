@@ -196,6 +196,37 @@ static void pre_login_cases(void)
     result("login to unknown target -> 0x0203 + drop", ok);
 }
 
+/* value of key in a login response's text, or 0 */
+static unsigned long rsp_num(const uint8_t *data, int len, const char *key)
+{
+    size_t kl = strlen(key);
+    for (int i = 0; i < len; i += (int)strnlen((const char *)data + i, (size_t)(len - i)) + 1)
+        if (!strncmp((const char *)data + i, key, kl) && data[i + kl] == '=')
+            return strtoul((const char *)data + i + kl + 1, NULL, 10);
+    return 0;
+}
+
+/* FirstBurstLength offered before a smaller MaxBurstLength in the same PDU: the answer
+ * keeps FirstBurstLength <= MaxBurstLength (RFC 7143 13.14) whatever the key order */
+static void burst_order_case(void)
+{
+    uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN], data[8192];
+    char keys[1024];
+    int n = snprintf(keys, sizeof keys,
+                     "InitiatorName=iqn.2026-12.test:malformed%cTargetName=%s%cSessionType=Normal%c"
+                     "HeaderDigest=None%cDataDigest=None%cFirstBurstLength=65536%cMaxBurstLength=16384%c",
+                     0, iqn, 0, 0, 0, 0, 0, 0);
+    int fd = dial();
+    cmdsn = 1;
+    login_bhs(bhs);
+    int dl = send_pdu(fd, bhs, keys, (uint32_t)n) ? recv_pdu(fd, rsp, data, sizeof data, 3000) : -1;
+    unsigned long fb = dl > 0 ? rsp_num(data, dl, "FirstBurstLength") : 0;
+    unsigned long mb = dl > 0 ? rsp_num(data, dl, "MaxBurstLength") : 0;
+    close(fd);
+    if (!(mb == 16384 && fb && fb <= mb)) fprintf(stderr, "burst order: FirstBurstLength %lu MaxBurstLength %lu\n", fb, mb);
+    result("FirstBurstLength before a smaller MaxBurstLength -> clamped to it", mb == 16384 && fb && fb <= mb);
+}
+
 static void full_feature_cases(void)
 {
     uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN];
@@ -328,6 +359,7 @@ int main(int argc, char **argv)
     iqn = argv[2];
     result("baseline login + NOP ping", target_alive());
     pre_login_cases();
+    burst_order_case();
     full_feature_cases();
     printf("%d failure(s)\n", failures);
     return failures ? 1 : 0;
