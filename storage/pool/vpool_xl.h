@@ -12,6 +12,7 @@ struct vp_xl {
     uint8_t *state;               /* per segment: XS_* */
     uint64_t nseg, seg_sect, nphys, nfree, npending;
     uint64_t open_seg;            /* the XS_OPEN segment, UINT64_MAX = none */
+    uint64_t next_seg;            /* where take_segment looks first */
     unsigned open_row, open_w;    /* next parity group of the open segment */
     bool built;                   /* reverse map and counts valid (after vp_xl_rebuild) */
     /* held exclusive while locations are published, shared by a read that has to

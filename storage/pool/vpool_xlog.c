@@ -27,8 +27,12 @@ static int take_segment(struct vpool *p)
      * publishes its sectors after placing them all (settle() then looks again) */
     if (x->open_seg != UINT64_MAX) xl_state_set(x, x->open_seg, XS_USED);
     x->open_seg = UINT64_MAX;
-    for (uint64_t g = 0; g < x->nseg; g++) {
+    /* next fit from the last segment taken: the log sweeps the disks, and a nearly full
+     * pool does not scan every segment before it for each new one */
+    for (uint64_t i = 0; i < x->nseg; i++) {
+        uint64_t g = (x->next_seg + i) % x->nseg;
         if (xl_state_get(x, g) != XS_FREE) continue;
+        x->next_seg = g + 1;
         xl_state_set(x, g, XS_OPEN);
         x->nfree--;
         x->open_seg = g;
@@ -241,13 +245,44 @@ static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n
     return 0;
 }
 
-/* Emptiest used segment not yet chosen, UINT64_MAX if none. */
-static uint64_t pick_victim(struct vp_xl *x, const uint8_t *chosen)
+/* Chooses the victims of a round, emptiest first (ties: lowest segment), in two passes
+ * over the segments whatever their number: a histogram of the used segments' live
+ * counts, along which the choice is made, then marking them in chosen[]. *nv_out gets
+ * how many, *total_out their live sectors. */
+static int pick_victims(struct vp_xl *x, uint64_t want, uint64_t avail, uint64_t slack, uint8_t *chosen,
+                        uint64_t *nv_out, uint64_t *total_out)
 {
-    uint64_t best = UINT64_MAX;
+    uint64_t *hist = calloc(x->seg_sect, sizeof *hist);
+    if (!hist) return -ENOMEM;
     for (uint64_t g = 0; g < x->nseg; g++)
-        if (xl_state_get(x, g) == XS_USED && !chosen[g] && (best == UINT64_MAX || x->live[g] < x->live[best])) best = g;
-    return best;
+        if (xl_state_get(x, g) == XS_USED && x->live[g] < x->seg_sect) hist[x->live[g]]++;
+    uint64_t total = 0, nv = 0, last = 0, at_last = 0;
+    bool done = false;
+    for (uint64_t v = 0; v < x->seg_sect && !done; v++) {
+        for (uint64_t k = 0; k < hist[v]; k++) {
+            if (total + v + slack > avail || (nv && total + v > VP_XL_CLEAN_MAX)) { done = true; break; }
+            total += v;
+            nv++;
+            if (last != v) { last = v; at_last = 0; }
+            at_last++;
+            /* enough once the freed segments, less what the copies fill, cover the want */
+            if (x->nfree + x->npending + nv >= want + (total + slack + x->seg_sect - 1) / x->seg_sect) { done = true; break; }
+        }
+    }
+    /* counts may only have dropped since (unmaps): never more than nv and total */
+    uint64_t marked = 0, mtotal = 0;
+    for (uint64_t g = 0; g < x->nseg && marked < nv; g++) {
+        uint64_t v = x->live[g];
+        if (xl_state_get(x, g) != XS_USED || v > last || mtotal + v > total) continue;
+        if (v == last) { if (!at_last) continue; at_last--; }
+        chosen[g] = 1;
+        marked++;
+        mtotal += v;
+    }
+    free(hist);
+    *nv_out = marked;
+    *total_out = total;
+    return 0;
 }
 
 /* One round: re-log the live sectors of as many of the emptiest segments as the free
@@ -260,17 +295,9 @@ static int clean_round(struct vpool *p, uint64_t want)
     uint64_t avail = x->nfree * x->seg_sect + open_left, total = 0, nv = 0;
     uint8_t *chosen = calloc(x->nseg, 1);
     if (!chosen) return -ENOMEM;
-    for (;;) {
-        uint64_t g = pick_victim(x, chosen);
-        if (g == UINT64_MAX || x->live[g] >= x->seg_sect || total + x->live[g] + slack > avail) break;
-        if (nv && total + x->live[g] > VP_XL_CLEAN_MAX) break;   /* bounded memory, and commit_lock hold */
-        chosen[g] = 1;
-        total += x->live[g];
-        nv++;
-        /* enough once the freed segments, less what the copies fill, cover the want */
-        if (x->nfree + x->npending + nv >= want + (total + slack + x->seg_sect - 1) / x->seg_sect) break;
-    }
-    int rc = 0;
+    /* at most VP_XL_CLEAN_MAX live sectors: bounded memory, and commit_lock hold */
+    int rc = pick_victims(x, want, avail, slack, chosen, &nv, &total);
+    if (rc) { free(chosen); return rc; }
     if (!nv) {
         free(chosen);
         if (x->npending) return vp_checkpoint(p);
