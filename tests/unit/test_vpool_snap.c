@@ -1,7 +1,8 @@
 /* Pool engine snapshots: copy-on-write (aligned, unaligned, sub-sector, lz4, unmap),
  * used/referenced accounting, clones, rollback, persistence across import, scrub and
  * resilver with snapshots, and power loss at every member write of snapshot
- * create/delete/rollback (vpool_sim). Each volume is compared with an in-RAM image. */
+ * create/delete/rollback (vpool_sim). Each volume is compared with an in-RAM image.
+ * The raidz1 tests run twice: in place, and log-structured (format 3). */
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
 #include <pthread.h>
@@ -53,6 +54,8 @@ static uint64_t pool_alloc(struct vpool *p)
     return st.allocated;
 }
 
+static int use_log;   /* raidz1 pools of a test are log-structured (format 3) */
+
 static struct vpool *mkpool(struct tdir *t, enum vpool_layout l, int n, const char *const **paths)
 {
     static const char *pp[4];
@@ -61,8 +64,9 @@ static struct vpool *mkpool(struct tdir *t, enum vpool_layout l, int n, const ch
     for (int i = 0; i < n; i++) { ms[i] = (struct vpool_member_spec){ t->member[i], MEMBER_SIZE }; pp[i] = t->member[i]; }
     struct vpool *p;
     char err[256];
-    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .log = use_log && l == VPOOL_RAIDZ1 };
     ck_assert_msg(vpool_create("sp", l, ms, n, &o, &p, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(p->fmt == VP_FMT_LOG, o.log);
     if (paths) *paths = pp;
     return p;
 }
@@ -78,6 +82,7 @@ static struct vpool *reimport(struct vpool *p, const char *const *paths, int n)
 
 START_TEST(t_cow_clone_rollback)
 {
+    use_log = _i;
     struct tdir t;
     const char *const *paths;
     struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 4, &paths);
@@ -185,6 +190,7 @@ END_TEST
 
 START_TEST(t_lz4_and_resilver)
 {
+    use_log = _i;
     struct tdir t;
     const char *const *paths;
     struct vpool *p = mkpool(&t, VPOOL_MIRROR, 2, &paths);
@@ -278,6 +284,7 @@ static int mem_source(void *ctx, void *buf, size_t len)
 
 START_TEST(t_send_receive)
 {
+    use_log = _i;
     struct tdir ta, tb;
     struct vpool *pa = mkpool(&ta, VPOOL_RAIDZ1, 3, NULL), *pb = mkpool(&tb, VPOOL_STRIPE, 1, NULL);
     uint64_t size = 9 * MB + 8192;   /* last unit partial */
@@ -391,6 +398,7 @@ static void *mt_writer(void *arg)
 
 START_TEST(t_snapshots_under_writes)
 {
+    use_log = _i;
     struct tdir t;
     struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 3, NULL);
     ck_assert_int_eq(vpool_vol_create(p, "v", MT_SLOTS * 4096ull, 0), 0);
@@ -549,6 +557,7 @@ static void crash_positions(enum op op)
  * read as before; nothing leaks (one more MiB per unit that moved). */
 START_TEST(t_crash_cow)
 {
+    use_log = _i;
     uint8_t *A = calloc(1, 8 * MB), *B = malloc(8 * MB), *cur = malloc(8 * MB);
     int k = 0;
     for (;; k++) {
@@ -602,13 +611,13 @@ START_TEST(t_crash_cow)
 }
 END_TEST
 
-START_TEST(t_crash_create) { crash_positions(OP_CREATE); }
+START_TEST(t_crash_create) { use_log = _i; crash_positions(OP_CREATE); }
 END_TEST
-START_TEST(t_crash_delete) { crash_positions(OP_DELETE); }
+START_TEST(t_crash_delete) { use_log = _i; crash_positions(OP_DELETE); }
 END_TEST
-START_TEST(t_crash_rollback) { crash_positions(OP_ROLLBACK); }
+START_TEST(t_crash_rollback) { use_log = _i; crash_positions(OP_ROLLBACK); }
 END_TEST
-START_TEST(t_crash_clone) { crash_positions(OP_CLONE); }
+START_TEST(t_crash_clone) { use_log = _i; crash_positions(OP_CLONE); }
 END_TEST
 
 int main(void)
@@ -617,16 +626,17 @@ int main(void)
     Suite *s = suite_create("vpool_snap");
     TCase *tc = tcase_create("snap");
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, t_cow_clone_rollback);
-    tcase_add_test(tc, t_lz4_and_resilver);
-    tcase_add_test(tc, t_send_receive);
+    tcase_add_loop_test(tc, t_cow_clone_rollback, 0, 2);
+    tcase_add_loop_test(tc, t_lz4_and_resilver, 0, 2);
+    tcase_add_loop_test(tc, t_send_receive, 0, 2);
     tcase_add_test(tc, t_format1_pool);
-    tcase_add_test(tc, t_snapshots_under_writes);
-    tcase_add_test(tc, t_crash_create);
-    tcase_add_test(tc, t_crash_cow);
-    tcase_add_test(tc, t_crash_delete);
-    tcase_add_test(tc, t_crash_rollback);
-    tcase_add_test(tc, t_crash_clone);
+    tcase_add_loop_test(tc, t_snapshots_under_writes, 0, 2);
+    /* loop 1: the same on a log-structured raidz1 */
+    tcase_add_loop_test(tc, t_crash_create, 0, 2);
+    tcase_add_loop_test(tc, t_crash_cow, 0, 2);
+    tcase_add_loop_test(tc, t_crash_delete, 0, 2);
+    tcase_add_loop_test(tc, t_crash_rollback, 0, 2);
+    tcase_add_loop_test(tc, t_crash_clone, 0, 2);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
