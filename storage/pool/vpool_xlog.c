@@ -369,7 +369,10 @@ int vp_xl_commit(struct vpool *p, bool durable)
     int rc = 0;
     if (nrec && p->cow_unsynced) {   /* snapshot copies first, then the records that switch to them */
         if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
-        else p->cow_unsynced = false;
+        else {   /* every log write so far: they all run under commit_lock, as this does */
+            p->cow_unsynced = false;
+            atomic_store(&p->unsynced, 0);
+        }
     }
     if (!rc && n) {
         lent = malloc(n * sizeof *lent);
