@@ -304,13 +304,14 @@ json_t *storage_pool_status(struct storage *st, const char *name)
             "read_errors", (json_int_t)m->read_errors, "write_errors", (json_int_t)m->write_errors,
             "checksum_errors", (json_int_t)m->checksum_errors));
     }
-    return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:b, s:f, s:I, s:I, s:I, s:I}, s:{s:b, s:f, s:I}, s:I, s:I}",
+    return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:b, s:f, s:I, s:I, s:I, s:I}, s:{s:b, s:f, s:I, s:I}, s:I, s:I}",
         "state", vpool_state_name(s.state), "size", (json_int_t)s.size, "allocated", (json_int_t)s.allocated,
         "free", (json_int_t)s.free, "members", members,
         "scrub", "running", s.scrub_running, "progress", s.scrub_progress, "repaired", (json_int_t)s.scrub_repaired,
         "unrepairable", (json_int_t)s.scrub_unrepairable, "started", (json_int_t)s.scrub_started,
         "finished", (json_int_t)s.scrub_finished,
         "resilver", "running", s.resilver_running, "progress", s.resilver_progress, "rows", (json_int_t)s.resilver_rows,
+        "rebuilt_bytes", (json_int_t)s.resilver_bytes,
         "repaired", (json_int_t)s.repaired, "unrepairable", (json_int_t)s.unrepairable);
 }
 

@@ -89,6 +89,7 @@ struct vpool_status {
     int resilver_running;
     double resilver_progress;
     uint64_t resilver_rows;           /* rows rebuilt by the last (or running) resilver */
+    uint64_t resilver_bytes;          /* what they are on each member rebuilt */
     uint64_t repaired, unrepairable;  /* all repairs since open (reads + scrub + resilver) */
 };
 int  vpool_get_status(struct vpool *p, struct vpool_status *st);

@@ -356,6 +356,7 @@ int vpool_get_status(struct vpool *p, struct vpool_status *st)
     st->scrub_progress = st->scrub_running ? prog : (atomic_load(&p->scrub_finished) ? 1.0 : 0.0);
     st->resilver_progress = st->resilver_running ? prog : 1.0;
     st->resilver_rows = atomic_load(&p->bg_rebuilt);
+    st->resilver_bytes = st->resilver_rows * VP_CHUNK;
     st->scrub_repaired = atomic_load(&p->scrub_repaired);
     st->scrub_unrepairable = atomic_load(&p->scrub_unrepairable);
     st->scrub_started = atomic_load(&p->scrub_started);

@@ -269,6 +269,7 @@ try {
     && (await tid('resilver-status').textContent()) === 'idle', 'pool ONLINE after the resilver', 30000, 200);
   check(await tid('pool-notice').count() === 0, 'degraded notice still shown');
   check(memberReplies.some(([op, m, st]) => op === 'online' && m === 1 && st === 200), 'online request did not succeed');
+  check(await tid('resilver-rebuilt').count() === 0, 'nothing was written while member 1 was offline, yet the resilver rebuilt data');
 
   const newDisk = path.join(tmp, 'disk4.img');
   begin(`replace member 0 with a new file ${newDisk} through the form: resilver, ONLINE`);
@@ -281,6 +282,10 @@ try {
   await until(async () => (await poolState()) === 'ONLINE' && (await memberState(0)) === 'ONLINE'
     && (await tid('resilver-status').textContent()) === 'idle', 'pool ONLINE after resilvering the new disk', 30000, 200);
   check(fs.statSync(newDisk).size === 128 * 1024 * 1024, 'replacement file not created at 128M');
+  await until(async () => (await tid('resilver-rebuilt').count()) === 1, 'the page says how much the resilver rebuilt');
+  const rebuilt = await tid('resilver-rebuilt').textContent();
+  check(/^last run rebuilt [\d.,]+ \S+ per member$/.test(rebuilt), `resilver shows "${rebuilt}"`);
+  log(`  ${rebuilt}`);
   await dismissToasts();
   await page.screenshot({ path: path.join(shots, 'pool.png'), fullPage: true });
 

@@ -47,7 +47,10 @@ function maintenance(p, startScrub, clearErrors) {
     h('div', { class: 'maint' },
       h('div', { class: 'maint-head' }, h('strong', {}, 'Resilver'),
         badge(rs.running ? 'running' : 'idle', rs.running ? 'warn' : 'muted', { 'data-testid': 'resilver-status' }),
-        h('span', { class: 'muted' }, rs.running ? 'rebuilding members from redundancy' : 'starts when a member comes online or is replaced')),
+        h('span', { class: 'muted' }, rs.running ? 'rebuilding members from redundancy' : 'starts when a member comes online or is replaced'),
+        // after an admin offline only what changed meanwhile is rebuilt: say how much
+        rs.rebuilt_bytes ? h('span', { class: 'muted', 'data-testid': 'resilver-rebuilt' },
+          `${rs.running ? 'rebuilt so far' : 'last run rebuilt'} ${fmt.bytes(rs.rebuilt_bytes)} per member`) : null),
       // no bar while idle: a full bar would claim a resilver that did not run
       rs.running ? progressBar(rs.progress, 'resilver-progress')
         : h('span', { class: 'muted', 'data-testid': 'resilver-idle' }, (p.members || []).some((m) => m.state !== 'ONLINE')
