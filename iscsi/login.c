@@ -77,6 +77,7 @@ bool login_negotiate_key(struct iscsi_conn *c, const char *k, const char *v, str
         c->max_burst = n < ISCSI_OUR_MAX_BURST ? n : ISCSI_OUR_MAX_BURST;
         /* below a FirstBurstLength agreed in an earlier PDU: the initiator broke 13.14 */
         if (c->neg_first_burst && c->first_burst > c->max_burst) return false;
+        if (c->first_burst > c->max_burst) c->first_burst = c->max_burst;   /* the default 64 KiB too */
         text_add(o, k, "%u", c->max_burst);
     } else if (!strcmp(k, "FirstBurstLength")) {
         uint32_t n = clamp_num(v, 512, 16777215, &ok);

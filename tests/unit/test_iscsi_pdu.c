@@ -207,6 +207,9 @@ START_TEST(test_negotiation)
     /* a later MaxBurstLength below the FirstBurstLength agreed: the initiator broke 13.14 */
     ck_assert(!login_negotiate_key(&c, "MaxBurstLength", "16384", &o));
     c.neg_first_burst = false;
+    c.first_burst = 65536;   /* the default, FirstBurstLength not offered: clamped too */
+    ck_assert(login_negotiate_key(&c, "MaxBurstLength", "16384", &o));
+    ck_assert_uint_eq(c.first_burst, 16384);
     ck_assert(login_negotiate_key(&c, "MaxBurstLength", "16384", &o));   /* never above MaxBurstLength */
     ck_assert(login_negotiate_key(&c, "FirstBurstLength", "65536", &o));
     ck_assert_uint_eq(c.first_burst, 16384);
