@@ -43,6 +43,7 @@ void api_errno(struct api_reply *r, int e, const char *msg)
     case EBUSY: api_error(r, 409, "in_use", "%s", msg); break;
     case ENOSPC: api_error(r, 507, "no_space", "%s", msg); break;
     case EINVAL: api_error(r, 400, "invalid", "%s", msg); break;
+    case EFBIG: api_error(r, 400, "too_large", "%s", msg); break;
     case ENOTCONN: api_error(r, 503, "service_unavailable", "%s", msg); break;
     default: api_error(r, 500, "internal", "%s", msg); break;
     }

@@ -146,6 +146,11 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     if (!rc && getrandom(p->uuid, 16, 0) != 16) rc = -EIO;
     if (!rc && (rc = vp_geometry(p, msize)))
         vp_set_err(err, errlen, "members too small (smallest %llu bytes, need >= 16 MiB)", (unsigned long long)msize);
+    if (!rc && vp_is_log(p) && vp_xl_nphys(p) >= UINT32_MAX) {   /* before the journals are written */
+        vp_set_err(err, errlen, "raidz1-log addresses at most 16 TiB of data, these members give %llu GiB: "
+                   "use smaller members or raidz1", (unsigned long long)(vp_xl_nphys(p) * VP_SECTOR >> 30));
+        rc = -EFBIG;
+    }
     for (int i = 0; i < n && !rc; i++) vp_journal_fill(p, p->m[i].fd, p->m[i].path);
     if (!rc && (rc = vp_meta_alloc(p))) vp_set_err(err, errlen, "out of memory for metadata");
     if (!rc && p->xl) rc = vp_xl_rebuild(p);

@@ -422,6 +422,7 @@ bool vp_row_live(struct vpool *p, uint64_t row);
 #define VP_SEG_ROWS 16u
 struct vp_xl;
 uint64_t vp_xl_reserve(uint64_t nseg);   /* segments kept back from the usable size */
+uint64_t vp_xl_nphys(const struct vpool *p);   /* physical data sectors (locations are 4 bytes) */
 int  vp_xl_alloc(struct vpool *p);
 void vp_xl_free(struct vpool *p);
 uint32_t vp_xl_loc(struct vpool *p, uint64_t s);           /* physical sector + 1, 0 = none */

@@ -21,6 +21,11 @@ static void *map_zeroed(size_t len)
     return m == MAP_FAILED ? NULL : m;
 }
 
+uint64_t vp_xl_nphys(const struct vpool *p)
+{
+    return p->rows / VP_SEG_ROWS * VP_SEG_ROWS * VP_CHUNK_SECT * p->ndata;
+}
+
 int vp_xl_alloc(struct vpool *p)
 {
     struct vp_xl *x = calloc(1, sizeof *x);
@@ -28,7 +33,7 @@ int vp_xl_alloc(struct vpool *p)
     p->xl = x;
     x->nseg = p->rows / VP_SEG_ROWS;
     x->seg_sect = (uint64_t)VP_SEG_ROWS * VP_CHUNK_SECT * p->ndata;
-    x->nphys = x->nseg * x->seg_sect;
+    x->nphys = vp_xl_nphys(p);
     x->open_seg = UINT64_MAX;
     pthread_rwlock_init(&x->lock, NULL);
     if (x->nphys >= UINT32_MAX) return -EFBIG;   /* 4-byte locations: 16 TiB of data area */

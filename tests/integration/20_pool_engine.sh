@@ -101,4 +101,12 @@ expect 201 POST exports/iscsi '{"name":"t2","volume":"tank2/vol1"}'
 $PAT verify "iscsi://127.0.0.1:$ISCSI_PORT/iqn.2026-12.io.nasd:t2/0" 3 "${acked}b" >/dev/null || fail "data wrong after import"
 expect 409 POST pools/tank3/import "{\"members\":[\"$T/d0.img\"]}"
 [ "$(api GET pools/tank2 | jq -r .layout)" = "$LAYOUT" ] || fail "layout after import: $BODY"
+if [ "$LAYOUT" = raidz1-log ]; then   # 17 TiB of data: past its 4-byte locations, a clear 400
+  expect 400 POST pools "{\"name\":\"huge\",\"layout\":\"raidz1-log\",\"members\":[
+    {\"path\":\"$T/h0.img\",\"size\":\"8704G\",\"create\":true},{\"path\":\"$T/h1.img\",\"size\":\"8704G\",\"create\":true},
+    {\"path\":\"$T/h2.img\",\"size\":\"8704G\",\"create\":true}]}"
+  grep -q "at most 16 TiB" <<<"$BODY" || fail "huge raidz1-log: $BODY"
+  used=$(du -ck "$T"/h?.img 2>/dev/null | tail -1 | cut -f1)   # created sparse, or removed
+  [ "${used:-0}" -lt 1024 ] || fail "huge raidz1-log wrote ${used} KiB to its members"
+fi
 echo "pool engine ($LAYOUT): ok"

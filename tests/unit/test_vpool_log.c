@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include "util/log.h"
@@ -362,6 +363,19 @@ START_TEST(t_log_needs_raidz1)
     char err[256] = "";
     ck_assert_int_eq(vpool_create("lm", VPOOL_MIRROR, ms, 2, &o, &p, err, sizeof err), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "raidz1"));
+    tdir_remove(&t);
+    /* 17 TiB of data (sparse members): past what 4-byte locations address, refused with
+     * a reason before anything is written */
+    tdir_make(&t, 3);
+    struct vpool_member_spec big[3];
+    for (int i = 0; i < 3; i++) big[i] = (struct vpool_member_spec){ t.member[i], 17ull << 39 };
+    ck_assert_int_eq(vpool_create("lb", VPOOL_RAIDZ1, big, 3, &o, &p, err, sizeof err), -EFBIG);
+    ck_assert_msg(strstr(err, "16 TiB") != NULL, "%s", err);
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        ck_assert_int_eq(stat(t.member[i], &st), 0);
+        ck_assert_int_lt(st.st_blocks, 2048);   /* < 1 MiB written */
+    }
     tdir_remove(&t);
 }
 END_TEST
