@@ -626,12 +626,12 @@ int main(void)
     Suite *s = suite_create("vpool_snap");
     TCase *tc = tcase_create("snap");
     tcase_set_timeout(tc, 300);
+    /* loop 1 of each: the same on a log-structured raidz1 */
     tcase_add_loop_test(tc, t_cow_clone_rollback, 0, 2);
     tcase_add_loop_test(tc, t_lz4_and_resilver, 0, 2);
     tcase_add_loop_test(tc, t_send_receive, 0, 2);
     tcase_add_test(tc, t_format1_pool);
     tcase_add_loop_test(tc, t_snapshots_under_writes, 0, 2);
-    /* loop 1: the same on a log-structured raidz1 */
     tcase_add_loop_test(tc, t_crash_create, 0, 2);
     tcase_add_loop_test(tc, t_crash_cow, 0, 2);
     tcase_add_loop_test(tc, t_crash_delete, 0, 2);
