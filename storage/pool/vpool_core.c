@@ -389,8 +389,14 @@ int vpool_member_offline(struct vpool *p, int idx)
     pthread_mutex_lock(&p->commit_lock);
     int rc = vp_commit(p);
     if (!rc) {
-        memset(p->changed_au, 0, vp_phys_aus(p));
-        p->changed_any = 0;
+        /* the marks start afresh only when every member is in sync: another member away
+         * or being resilvered (a 3-way mirror) still needs what was marked for it */
+        bool in_sync = true;
+        for (int i = 0; i < p->n; i++) in_sync &= atomic_load(&p->m[i].state) == VPOOL_M_ONLINE;
+        if (in_sync) {
+            memset(p->changed_au, 0, vp_phys_aus(p));
+            p->changed_any = 0;
+        }
         atomic_store(&p->m[idx].state, VPOOL_M_OFFLINE);
         rc = vp_checkpoint(p);   /* its label now lags: a later import knows it is stale */
     }

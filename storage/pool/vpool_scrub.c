@@ -13,8 +13,9 @@ void vp_note_degraded_write(struct vpool *p, uint64_t sect)
 {
     for (int m = 0; m < p->n; m++) {
         if (atomic_load(&p->m[m].state) == VPOOL_M_OFFLINE) {
-            p->changed_au[sect / VP_AU_SECT] = 1;
-            p->changed_any = 1;
+            /* atomic bytes: a resilver of another member may be reading them */
+            __atomic_store_n(&p->changed_au[sect / VP_AU_SECT], 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&p->changed_any, 1, __ATOMIC_RELAXED);
             return;
         }
     }
@@ -24,7 +25,7 @@ static bool row_changed(struct vpool *p, uint64_t row)
 {
     for (int c = 0; c < p->ndata; c++) {
         uint64_t au = vp_row_sect0(p, row, c) / VP_AU_SECT;
-        if (au < vp_phys_aus(p) && p->changed_au[au]) return true;
+        if (au < vp_phys_aus(p) && __atomic_load_n(&p->changed_au[au], __ATOMIC_RELAXED)) return true;
     }
     return false;
 }
@@ -37,7 +38,7 @@ static void *bg_main(void *arg)
     uint64_t rep = 0, unrep = 0;
     int rc = 0;
     atomic_store(&p->bg_total, p->rows);
-    uint64_t rows = kind == BG_RESILVER_CHANGED && !p->changed_any ? 0 : p->rows;   /* nothing written meanwhile */
+    uint64_t rows = kind == BG_RESILVER_CHANGED && !__atomic_load_n(&p->changed_any, __ATOMIC_RELAXED) ? 0 : p->rows;   /* nothing written meanwhile */
     for (uint64_t row = 0; row < rows && !rc; row++) {
         if (atomic_load(&p->bg_stop)) { rc = -ECANCELED; break; }
         atomic_store(&p->bg_done, row);

@@ -299,6 +299,52 @@ START_TEST(t_offline_online)
 }
 END_TEST
 
+/* A 3-way mirror: member 0 back online resilvers what changed while it was away; an
+ * offline of member 1 meanwhile must not make that resilver forget the changed rows
+ * (member 0 alone then serves everything). */
+START_TEST(t_offline_during_resilver)
+{
+    struct tdir t;
+    tdir_make(&t, 3);
+    struct vpool *p;
+    create_pool(&t, VPOOL_MIRROR, 3, &p);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 32ull << 20, 0), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    write_pattern(b, 0, 32ull << 20, 61, 1);
+    ck_assert_int_eq(vpool_member_offline(p, 0), 0);
+    write_pattern(b, 0, 32ull << 20, 62, 1);
+    ck_assert_int_eq(vpool_member_online(p, 0), 0);
+    int rc = vpool_member_offline(p, 1);   /* refused while the resilver runs, or harmless */
+    ck_assert(rc == 0 || rc == -EBUSY);
+    vpool_wait_background(p);
+    if (rc == 0) ck_assert_int_eq(vpool_member_online(p, 1), 0);
+    vpool_wait_background(p);
+    ck_assert_int_eq(vpool_member_offline(p, 1), 0);
+    ck_assert_int_eq(vpool_member_offline(p, 2), 0);   /* member 0 alone */
+    check_pattern(b, 0, 32ull << 20, 62);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.unrepairable, 0);
+    /* two absences that overlap: member 1 away for writes 63 and 64, member 2 for 64 only;
+     * member 1 back must get both */
+    ck_assert_int_eq(vpool_member_online(p, 1), 0);
+    ck_assert_int_eq(vpool_member_online(p, 2), 0);
+    vpool_wait_background(p);
+    ck_assert_int_eq(vpool_member_offline(p, 1), 0);
+    write_pattern(b, 0, 16ull << 20, 63, 1);
+    ck_assert_int_eq(vpool_member_offline(p, 2), 0);
+    write_pattern(b, 16ull << 20, 16ull << 20, 64, 1);
+    ck_assert_int_eq(vpool_member_online(p, 1), 0);
+    vpool_wait_background(p);
+    ck_assert_int_eq(vpool_member_offline(p, 0), 0);   /* member 1 alone */
+    check_pattern(b, 0, 16ull << 20, 63);
+    check_pattern(b, 16ull << 20, 16ull << 20, 64);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 START_TEST(t_unmap_frees)
 {
     struct tdir t;
@@ -701,6 +747,7 @@ Suite *vpool_suite(void)
     tcase_add_test(tc, t_raidz1_zeroed_member_live);
     tcase_add_test(tc, t_mirror_missing);
     tcase_add_test(tc, t_offline_online);
+    tcase_add_test(tc, t_offline_during_resilver);
     tcase_add_test(tc, t_unmap_frees);
     tcase_add_test(tc, t_lz4_roundtrip);
     tcase_add_test(tc, t_resize_and_list);
