@@ -35,8 +35,10 @@ deps:
 	@$(DEPS)
 	@$(DEPS) $(CEPH_PKGS) || echo "deps: no ceph packages: ceph pools are not built and their tests skip"
 
+# every core unless the caller chose (`make -j2 test`): a plain `make test` on a fresh
+# machine otherwise compiles on one
 build: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc)) all $(UNIT_BINS)
 # other builds that make test runs (mk/asan.mk) also wait for the packages
 asan: deps
 
