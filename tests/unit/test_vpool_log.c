@@ -83,6 +83,18 @@ static void fill(nasd_bdev *b, uint64_t nblk, uint32_t sd)
     for (uint64_t i = 0; i < nblk; i++) seeds[i] = sd;
 }
 
+/* Volume "v" over pct % of what the pool offers (*nblk blocks), filled with seed 1. */
+static nasd_bdev *filled_vol(struct vpool *p, unsigned pct, uint64_t *nblk)
+{
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    *nblk = st.size / 4096 * pct / 100;
+    ck_assert_int_eq(vpool_vol_create(p, "v", *nblk * 4096, 0), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    fill(b, *nblk, 1);
+    return b;
+}
+
 START_TEST(t_log_overwrite)
 {
     struct tdir t;
@@ -123,12 +135,9 @@ START_TEST(t_log_cleaner)
 {
     struct tdir t;
     struct vpool *p = make_pool(&t, 16ull << 20, 4ull << 20);
+    uint64_t nblk;
+    nasd_bdev *b = filled_vol(p, 90, &nblk);
     struct vpool_status st;
-    vpool_get_status(p, &st);
-    uint64_t nblk = st.size / 4096 * 9 / 10;   /* 90 % of what the pool offers */
-    ck_assert_int_eq(vpool_vol_create(p, "v", nblk * 4096, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    fill(b, nblk, 1);
     scribble(b, nblk, 3000, 1000, 13);
     struct vp_xl_stats xs;
     vp_xl_stats(p, &xs);
@@ -311,12 +320,9 @@ START_TEST(t_log_resilver_changed)
 {
     struct tdir t;
     struct vpool *p = make_pool(&t, 16ull << 20, 4ull << 20);
+    uint64_t nblk;
+    nasd_bdev *b = filled_vol(p, 80, &nblk);
     struct vpool_status st;
-    vpool_get_status(p, &st);
-    uint64_t nblk = st.size / 4096 * 8 / 10;
-    ck_assert_int_eq(vpool_vol_create(p, "v", nblk * 4096, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    fill(b, nblk, 1);
     scribble(b, nblk, 1500, 3000, 0);   /* the log wraps: from here on writes clean */
     ck_assert_int_eq(vpool_member_offline(p, 1), 0);   /* nothing written: nothing to do */
     ck_assert_int_eq(vpool_member_online(p, 1), 0);
