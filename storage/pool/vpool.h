@@ -22,10 +22,11 @@
  * parity between a crash and the next import, so a member lost in that window can
  * cost sectors of those rows (reported as unrepairable checksum errors, never silent).
 
- * Cache: a RAM cache of 4 KiB sectors (vpool_opts.cache_bytes). Writes without FUA
- * are buffered there (write-back, up to half of it or a quarter of the journal) and
- * committed by flush(), FUA, or a background flusher; clean sectors read from disk
- * are cached on their second miss.
+ * Cache: a RAM cache of 4 KiB sectors (vpool_opts.cache_bytes); clean sectors read
+ * from disk are cached on their second miss. Writes without FUA are buffered there
+ * (write-back, vpool_opts.dirty_bytes; by default as much as the kernel lets a file's
+ * page cache hold dirty, see vm.dirty_ratio) and committed by flush(), FUA, the
+ * background flusher (above half of that, or after 5 s), or the writer itself.
  *
  * All functions return 0 or -errno unless stated otherwise; thread-safe. */
 #include <stddef.h>
@@ -50,7 +51,10 @@ struct vpool_member_spec {
     uint64_t create_size;   /* >0: create a sparse file of that size if missing */
 };
 struct vpool_opts {
-    uint64_t cache_bytes;   /* RAM cache (read cache + write-back), 0 = default 64 MiB */
+    uint64_t cache_bytes;   /* RAM read cache, 0 = default 64 MiB */
+    /* write-back buffer: 0 = half of cache_bytes if that is set, else the host's dirty
+     * page limits (vm.dirty_background_* / vm.dirty_*, over every pool of the process) */
+    uint64_t dirty_bytes;
     int direct;             /* 1: member I/O with O_DIRECT (bypasses the OS page cache) */
     int log;                /* create, raidz1 only: log-structured (format 3, no read-modify-write) */
 };
@@ -91,6 +95,7 @@ struct vpool_status {
     uint64_t resilver_rows;           /* rows rebuilt by the last (or running) resilver */
     uint64_t resilver_bytes;          /* what they are on each member rebuilt */
     uint64_t repaired, unrepairable;  /* all repairs since open (reads + scrub + resilver) */
+    uint64_t dirty, dirty_soft, dirty_max;   /* bytes: written, not committed; write-back limits */
 };
 int  vpool_get_status(struct vpool *p, struct vpool_status *st);
 

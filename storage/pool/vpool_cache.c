@@ -44,6 +44,15 @@ struct vp_cache {
 
 uint64_t vc_epoch(struct vp_cache *c) { return atomic_load(&c->epoch); }
 
+/* dirty sectors of every pool in the process: the write-back budget is the host's */
+static _Atomic uint64_t dirty_all;
+
+static void dirty_add(struct vp_cache *c, int64_t d)
+{
+    atomic_fetch_add(&c->ndirty, (uint64_t)d);
+    atomic_fetch_add(&dirty_all, (uint64_t)d);
+}
+
 
 static inline uint64_t vc_hash(uint64_t k) { k *= 0x9E3779B97F4A7C15ull; return k ^ (k >> 29); }
 static inline struct vc_shard *vc_shard_of(struct vp_cache *c, uint64_t key) { return &c->sh[vc_hash(key) % VC_SHARDS]; }
@@ -100,6 +109,7 @@ void vc_free(struct vp_cache *c)
         free(s->ht);
         pthread_mutex_destroy(&s->mu);
     }
+    atomic_fetch_sub(&dirty_all, atomic_load(&c->ndirty));
     free((void *)c->ghost);
     munmap((void *)c->present, c->nkeys);
     free(c);
@@ -118,7 +128,7 @@ static void vc_remove(struct vp_cache *c, struct vc_shard *s, struct vc_ent **pp
     *pp = e->hnext;
     l_del(e);
     if (e->key < c->nkeys) atomic_store_explicit(&c->present[e->key], 0, memory_order_release);
-    if (e->dirty) atomic_fetch_sub(&c->ndirty, 1);
+    if (e->dirty) dirty_add(c, -1);
     s->n--;
     if (!e->busy) free(e->data);   /* else the commit holding it frees it */
     free(e);
@@ -140,10 +150,30 @@ bool vc_lookup(struct vp_cache *c, uint64_t key, void *buf)
     return e != NULL;
 }
 
+/* Dirty entries are never evicted, so a shard may hold far more than its share of the
+ * read cache (the write-back budget is sized apart from it): the table grows with them. */
+static void vc_grow(struct vc_shard *s)
+{
+    size_t nb = s->nbuckets * 2;
+    struct vc_ent **ht = calloc(nb, sizeof *ht);
+    if (!ht) return;   /* longer chains, still correct */
+    for (size_t b = 0; b < s->nbuckets; b++)
+        for (struct vc_ent *e = s->ht[b], *nx; e; e = nx) {
+            nx = e->hnext;
+            size_t i = (vc_hash(e->key) >> 16) & (nb - 1);
+            e->hnext = ht[i];
+            ht[i] = e;
+        }
+    free(s->ht);
+    s->ht = ht;
+    s->nbuckets = nb;
+}
+
 static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint64_t key)
 {
     struct vc_ent **pp = vc_slot(s, key);
     if (*pp) return *pp;
+    if (s->n >= s->nbuckets) vc_grow(s);
     while (s->n > s->cap && s->lru.head.prev != &s->lru.head)
         vc_remove(c, s, vc_slot(s, s->lru.head.prev->key));
     struct vc_ent *e = NULL;
@@ -208,7 +238,7 @@ void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf)
     e->dgen = ++s->dgen;
     if (!e->dirty) {
         e->dirty = true;
-        atomic_fetch_add(&c->ndirty, 1);
+        dirty_add(c, 1);
         l_del(e);
         l_push(&s->dirty, e);
     }
@@ -226,6 +256,25 @@ void vc_drop(struct vp_cache *c, uint64_t key)
 }
 
 uint64_t vc_dirty_count(struct vp_cache *c) { return atomic_load(&c->ndirty); }
+
+/* The write-back budget is far larger than the read cache: committed sectors stay as
+ * clean entries over the cache's size, reused by the next writes without allocating
+ * (fresh memory costs a page fault per sector). An idle pool gives them back. */
+size_t vc_trim(struct vp_cache *c)
+{
+    size_t freed = 0;
+    for (int i = 0; i < VC_SHARDS; i++) {
+        struct vc_shard *s = &c->sh[i];
+        pthread_mutex_lock(&s->mu);
+        while (s->n > s->cap && s->lru.head.prev != &s->lru.head) {
+            vc_remove(c, s, vc_slot(s, s->lru.head.prev->key));
+            freed++;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    return freed;
+}
+uint64_t vc_dirty_all(void) { return atomic_load(&dirty_all); }
 
 /* Lends every dirty sector's buffer to the commit (no copy): *out[i].data is the
  * entry's buffer, marked busy until vc_release. */
@@ -270,7 +319,7 @@ void vc_release(struct vp_cache *c, const struct vp_wsect *w, size_t n, bool com
             e->busy = false;
             if (committed && e->dirty && e->dgen == w[i].dgen) {
                 e->dirty = false;
-                atomic_fetch_sub(&c->ndirty, 1);
+                dirty_add(c, -1);
                 l_del(e);
                 l_push(&s->lru, e);
                 /* !keep: hidden from lookups (the page cache has it), but kept for reuse

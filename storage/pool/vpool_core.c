@@ -33,7 +33,11 @@ static struct vpool *pool_new(void)
     pthread_mutex_init(&p->bg_lock, NULL);
     pthread_mutex_init(&p->snap_mu, NULL);
     pthread_mutex_init(&p->flush_mu, NULL);
-    pthread_cond_init(&p->flush_cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* the flusher's tick */
+    pthread_cond_init(&p->flush_cv, &ca);
+    pthread_condattr_destroy(&ca);
     for (int i = 0; i < VP_ROW_LOCKS; i++) pthread_mutex_init(&p->row_lock[i], NULL);
     for (int i = 0; i < 64; i++) pthread_mutex_init(&p->part_lock[i], NULL);
     atomic_init(&p->refs, 1);
@@ -86,16 +90,61 @@ fail:
     return e;
 }
 
+static uint64_t vm_knob(const char *name)
+{
+    char path[64];
+    unsigned long long v = 0;
+    snprintf(path, sizeof path, "/proc/sys/vm/%s", name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%llu", &v) != 1) v = 0;
+        fclose(f);
+    }
+    return v;
+}
+
+/* A *_bytes knob if set, else its *_ratio percent of RAM (the kernel's defaults 10 / 20
+ * where /proc does not say). */
+static uint64_t host_dirty(const char *bytes, const char *ratio, uint64_t dflt_pct)
+{
+    uint64_t b = vm_knob(bytes);
+    if (b) return b;
+    uint64_t pct = vm_knob(ratio);
+    if (!pct || pct > 100) pct = dflt_pct;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 100 * pct : 64ull << 20;
+}
+
+/* The write-back budget. By default as large as what the kernel lets dirty page cache
+ * grow to before its flusher starts (soft) and before writers must wait (hard): a pool
+ * then buffers what the same writes to a plain file would, and overwrites in RAM are
+ * committed once (a random-write working set that fits is written as whole stripes;
+ * ZFS keeps up to 10 % of RAM dirty the same way). Counted over every pool, see
+ * vp_dirty_over(). A commit whose data goes to the journal and overruns it checkpoints
+ * in the middle, so the journal size is no bound. */
+static void dirty_limits(struct vpool *p, const struct vpool_opts *o)
+{
+    uint64_t hard, soft;
+    if (o && (o->dirty_bytes || o->cache_bytes)) {
+        hard = o->dirty_bytes ? o->dirty_bytes : o->cache_bytes / 2;
+        soft = hard / 2;
+    } else {
+        soft = host_dirty("dirty_background_bytes", "dirty_background_ratio", 10);
+        hard = host_dirty("dirty_bytes", "dirty_ratio", 20);
+        if (hard < soft) hard = soft;
+    }
+    p->dirty_max = hard / VP_SECTOR;
+    if (p->dirty_max < 1024) p->dirty_max = 1024;
+    p->dirty_soft = soft / VP_SECTOR;
+    if (p->dirty_soft < 512 || p->dirty_soft > p->dirty_max) p->dirty_soft = p->dirty_max / 2;
+}
+
 static int pool_start(struct vpool *p, const struct vpool_opts *o)
 {
     uint64_t cb = o && o->cache_bytes ? o->cache_bytes : VP_DEFAULT_CACHE;
     p->cache = vc_new(cb, p->n_sect);
     if (!p->cache) return -ENOMEM;
-    p->dirty_max = cb / 2 / VP_SECTOR;
-    if (p->dirty_max < 1024) p->dirty_max = 1024;
-    /* most commits journal checksums only (intents); a commit whose data does go to the
-     * journal and overruns it checkpoints in the middle, so the journal size is no bound */
-    p->dirty_soft = p->dirty_max / 2;
+    dirty_limits(p, o);
     return 0;
 }
 
@@ -362,6 +411,9 @@ int vpool_get_status(struct vpool *p, struct vpool_status *st)
     st->resilver_progress = st->resilver_running ? prog : 1.0;
     st->resilver_rows = atomic_load(&p->bg_rebuilt);
     st->resilver_bytes = st->resilver_rows * VP_CHUNK;
+    st->dirty = vc_dirty_count(p->cache) * VP_SECTOR;
+    st->dirty_soft = p->dirty_soft * VP_SECTOR;
+    st->dirty_max = p->dirty_max * VP_SECTOR;
     st->scrub_repaired = atomic_load(&p->scrub_repaired);
     st->scrub_unrepairable = atomic_load(&p->scrub_unrepairable);
     st->scrub_started = atomic_load(&p->scrub_started);

@@ -230,6 +230,9 @@ struct vpool {
     size_t rarena_cap;
     uint64_t dirty_max;           /* sectors: writers commit themselves above this */
     uint64_t dirty_soft;          /* sectors: the background flusher starts above this */
+    uint64_t dirty_since_ns;      /* flusher: when it first saw dirty data after commit no. dirty_since_commit */
+    uint64_t dirty_since_commit;
+    uint64_t idle_gen;            /* flusher: write_gen at its last tick */
 
     /* background flusher: commits dirty data early so writers rarely wait */
     pthread_t flusher;
@@ -547,12 +550,21 @@ void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t ep
 void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
 void vc_drop(struct vp_cache *c, uint64_t key);
 uint64_t vc_dirty_count(struct vp_cache *c);
+uint64_t vc_dirty_all(void);   /* of every pool in this process */
+size_t vc_trim(struct vp_cache *c);   /* frees clean entries over the cache size; returns how many */
+/* Over a write-back limit (sectors): this pool's dirty data, or every pool's when this
+ * one holds a share of it (so one pool's writers do not commit for another's data). */
+#define VP_DIRTY_SHARE 4096
+static inline bool vp_dirty_over(struct vpool *p, uint64_t lim)
+{
+    uint64_t d = vc_dirty_count(p->cache);
+    return d > lim || (d >= VP_DIRTY_SHARE && vc_dirty_all() > lim);
+}
 /* Lends every dirty sector's buffer (no copy) to a commit; SIZE_MAX when out of memory.
  * vc_release gives them back: committed entries whose data did not change meanwhile
  * become clean (keep) or leave the cache. */
 size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out);
 void vc_release(struct vp_cache *c, const struct vp_wsect *w, size_t n, bool committed, bool keep);
-void vc_mark_clean(struct vp_cache *c, uint64_t key, uint64_t dgen, bool keep);
 
 /* ---- background (vpool_scrub.c) ---- */
 int  vp_bg_start(struct vpool *p, int kind, uint32_t resilver_mask);

@@ -15,6 +15,7 @@
  * same state. */
 #include "storage/pool/vpool_impl.h"
 #include "util/log.h"
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -342,7 +343,7 @@ int vp_commit(struct vpool *p) { return vp_commit_ex(p, true); }
 int vp_writeback(struct vpool *p)
 {
     pthread_mutex_lock(&p->commit_lock);
-    int rc = vc_dirty_count(p->cache) > p->dirty_soft ? vp_commit_ex(p, false) : 0;
+    int rc = vp_dirty_over(p, p->dirty_soft) ? vp_commit_ex(p, false) : 0;
     pthread_mutex_unlock(&p->commit_lock);
     return rc;
 }
@@ -482,16 +483,56 @@ int vp_flush_to(struct vpool *p, uint64_t target)
 
 /* ---------------- background flusher ---------------- */
 
+/* Dirty data is committed within VP_DIRTY_EXPIRE_S (+1) seconds of the flusher first
+ * seeing it after a commit, however little: the write-back budget may be gigabytes, and
+ * a crash or kill -9 should not cost more than a few seconds of writes nobody flushed
+ * (ZFS's transaction groups close every 5 s). */
+#define VP_DIRTY_EXPIRE_S 5
+static bool expired(struct vpool *p)
+{
+    uint64_t now = vp_now_ns(), commits = atomic_load(&p->prof.commits);
+    if (!vc_dirty_count(p->cache)) { p->dirty_since_ns = 0; return false; }
+    if (!p->dirty_since_ns || commits != p->dirty_since_commit) {   /* dirtied since that commit */
+        p->dirty_since_ns = now;
+        p->dirty_since_commit = commits;
+        return false;
+    }
+    return now - p->dirty_since_ns >= VP_DIRTY_EXPIRE_S * 1000000000ull;
+}
+
 static void *flusher_main(void *arg)
 {
     struct vpool *p = arg;
     pthread_mutex_lock(&p->flush_mu);
     while (!p->flush_stop) {
-        if (!p->flush_kick) { pthread_cond_wait(&p->flush_cv, &p->flush_mu); continue; }
+        bool old = false;
+        if (!p->flush_kick) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&p->flush_cv, &p->flush_mu, &ts);
+            if (p->flush_stop) break;
+            if (!p->flush_kick && !(old = expired(p))) {
+                uint64_t g = atomic_load(&p->write_gen);
+                bool idle = g == p->idle_gen;   /* no write for a tick */
+                p->idle_gen = g;
+                if (idle) {
+                    pthread_mutex_unlock(&p->flush_mu);
+                    if (vc_trim(p->cache) > 4096) malloc_trim(0);   /* glibc keeps freed pages otherwise */
+                    pthread_mutex_lock(&p->flush_mu);
+                }
+                continue;
+            }
+        }
         p->flush_kick = false;
         pthread_mutex_unlock(&p->flush_mu);
         atomic_store(&p->flush_pending, 0);
-        vp_writeback(p);
+        if (old) {
+            pthread_mutex_lock(&p->commit_lock);
+            vp_commit_ex(p, false);
+            pthread_mutex_unlock(&p->commit_lock);
+        } else vp_writeback(p);
+        p->dirty_since_ns = 0;
         pthread_mutex_lock(&p->flush_mu);
     }
     pthread_mutex_unlock(&p->flush_mu);

@@ -207,10 +207,9 @@ static int vb_write(nasd_bdev *b, const void *buf, uint64_t off, size_t len, int
     pthread_rwlock_unlock(&vb->v->snap_lock);
     uint64_t gen = atomic_fetch_add(&p->write_gen, 1) + 1;
     if (rc) return rc;
-    uint64_t dirty = vc_dirty_count(p->cache);
     if (flags & NASD_IO_FUA) rc = vp_flush_to(p, gen);
-    else if (dirty > p->dirty_max) rc = vp_writeback(p);
-    else if (dirty > p->dirty_soft) vp_flusher_kick(p);
+    else if (vp_dirty_over(p, p->dirty_max)) rc = vp_writeback(p);
+    else if (vp_dirty_over(p, p->dirty_soft)) vp_flusher_kick(p);
     return rc;
 }
 
