@@ -174,8 +174,9 @@ static void pool_metrics(FILE *f, struct appliance *a)
         { "nasd_pool_size_bytes", "size", "Usable pool capacity." },
         { "nasd_pool_allocated_bytes", "allocated", "Bytes allocated in the pool." },
         { "nasd_pool_free_bytes", "free", "Bytes free in the pool." },
+        { "nasd_pool_dirty_bytes", "dirty_bytes", "Bytes written to the pool and not yet committed to its members." },
     };
-    for (int g = 0; g < 3; g++) {
+    for (int g = 0; g < 4; g++) {
         family(f, gauges[g][0], "gauge", gauges[g][2]);
         json_array_foreach(status, i, p) {
             fprintf(f, "%s{pool=\"", gauges[g][0]);

@@ -365,7 +365,7 @@ int appliance_start(struct appliance *a, const struct nasd_config *cfg, char *er
      * this fd stays open until after db_close, so SQLite's own locks are never dropped */
     if (take_lock(cfg->db_path, cfg->db_path, "database", &a->db_lock_fd, err, errlen)) return -1;
     if (db_open(&a->db, cfg->db_path, err, errlen)) return -1;
-    a->storage = storage_new(a->cfg.state_dir, a->cfg.cache_bytes);
+    a->storage = storage_new(a->cfg.state_dir, a->cfg.cache_bytes, a->cfg.dirty_bytes);
     if (!a->storage) { snprintf(err, errlen, "out of memory"); return -1; }
     /* ports are bound first (a taken port fails the start at once) but connections are
      * refused until pools and exports are restored: never "target not found" / NOENT */

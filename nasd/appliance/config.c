@@ -91,6 +91,11 @@ int config_set(struct nasd_config *c, const char *key, const char *v, char *err,
         c->cache_bytes = (unsigned long long)n << 20;
         return 0;
     }
+    if (!strcmp(key, "pool_dirty_mb")) {
+        if (parse_int(v, 0, 1 << 20, &n)) { snprintf(err, errlen, "pool_dirty_mb: 0..1048576"); return -1; }
+        c->dirty_bytes = (unsigned long long)n << 20;
+        return 0;
+    }
     snprintf(err, errlen, "unknown setting \"%s\"", key);
     return -1;
 }

@@ -15,7 +15,8 @@ struct nasd_config {
     int auth;                /* require an API token on /api/v1 and /metrics */
     int log_level;
     size_t max_body;         /* REST request body limit, bytes */
-    unsigned long long cache_bytes; /* RAM cache per pool (read cache + write-back), 0 = engine default */
+    unsigned long long cache_bytes; /* RAM read cache per pool, 0 = engine default */
+    unsigned long long dirty_bytes; /* write-back budget per pool, 0 = engine default (vpool_opts) */
 };
 
 void config_defaults(struct nasd_config *c);

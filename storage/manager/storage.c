@@ -18,12 +18,13 @@
 
 #define MIN_MEMBER (64ull << 20)
 
-struct storage *storage_new(const char *state_dir, uint64_t cache_bytes)
+struct storage *storage_new(const char *state_dir, uint64_t cache_bytes, uint64_t dirty_bytes)
 {
     struct storage *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     snprintf(st->state_dir, sizeof st->state_dir, "%s", state_dir);
     st->cache_bytes = cache_bytes;
+    st->dirty_bytes = dirty_bytes;
     pthread_mutex_init(&st->lock, NULL);
     heartbeat_start(st);
     char p[PATH_MAX];
@@ -158,7 +159,7 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
         for (int i = 0; i < n; i++) if (m[i].create) unlink(m[i].path);
         return rc;
     }
-    struct vpool_opts o = { .cache_bytes = st->cache_bytes, .log = log };
+    struct vpool_opts o = { .cache_bytes = st->cache_bytes, .dirty_bytes = st->dirty_bytes, .log = log };
     struct vpool *vp;
     rc = vpool_create(name, l, spec, n, &o, &vp, err, errlen);
     if (rc) {
@@ -175,7 +176,7 @@ int storage_pool_open(struct storage *st, const char *name, const char *layout,
 {
     const char *paths[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < n && i < VPOOL_MAX_MEMBERS; i++) paths[i] = m[i].path;
-    struct vpool_opts o = { .cache_bytes = st->cache_bytes };
+    struct vpool_opts o = { .cache_bytes = st->cache_bytes, .dirty_bytes = st->dirty_bytes };
     struct vpool *vp = NULL;
     int fds[VPOOL_MAX_MEMBERS];
     int rc = members_lock(paths, NULL, n, 0, fds, err, errlen);   /* restore: locks only */
@@ -199,7 +200,7 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
 {
     if (find_pool(st, name)) { snprintf(err, errlen, "pool %s exists", name); return -EEXIST; }
     if (n < 1 || n > VPOOL_MAX_MEMBERS) { snprintf(err, errlen, "1..%d member paths", VPOOL_MAX_MEMBERS); return -EINVAL; }
-    struct vpool_opts o = { .cache_bytes = st->cache_bytes };
+    struct vpool_opts o = { .cache_bytes = st->cache_bytes, .dirty_bytes = st->dirty_bytes };
     struct vpool *vp;
     int fds[VPOOL_MAX_MEMBERS];
     /* another host's heartbeat first: what tells the user the pool is live elsewhere */
@@ -304,7 +305,7 @@ json_t *storage_pool_status(struct storage *st, const char *name)
             "read_errors", (json_int_t)m->read_errors, "write_errors", (json_int_t)m->write_errors,
             "checksum_errors", (json_int_t)m->checksum_errors));
     }
-    return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:b, s:f, s:I, s:I, s:I, s:I}, s:{s:b, s:f, s:I, s:I}, s:I, s:I}",
+    return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:b, s:f, s:I, s:I, s:I, s:I}, s:{s:b, s:f, s:I, s:I}, s:I, s:I, s:I}",
         "state", vpool_state_name(s.state), "size", (json_int_t)s.size, "allocated", (json_int_t)s.allocated,
         "free", (json_int_t)s.free, "members", members,
         "scrub", "running", s.scrub_running, "progress", s.scrub_progress, "repaired", (json_int_t)s.scrub_repaired,
@@ -312,7 +313,8 @@ json_t *storage_pool_status(struct storage *st, const char *name)
         "finished", (json_int_t)s.scrub_finished,
         "resilver", "running", s.resilver_running, "progress", s.resilver_progress, "rows", (json_int_t)s.resilver_rows,
         "rebuilt_bytes", (json_int_t)s.resilver_bytes,
-        "repaired", (json_int_t)s.repaired, "unrepairable", (json_int_t)s.unrepairable);
+        "repaired", (json_int_t)s.repaired, "unrepairable", (json_int_t)s.unrepairable,
+        "dirty_bytes", (json_int_t)s.dirty);   /* written, not yet committed (no flush asked for it) */
 }
 
 int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t errlen)

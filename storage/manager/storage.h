@@ -12,8 +12,9 @@ struct storage;
 
 struct storage_member { char path[1024]; uint64_t size; int create; };
 
-/* cache_bytes: RAM cache per pool (0: engine default). */
-struct storage *storage_new(const char *state_dir, uint64_t cache_bytes);
+/* cache_bytes: RAM read cache per pool, dirty_bytes: its write-back budget (0: engine
+ * defaults, see vpool_opts). */
+struct storage *storage_new(const char *state_dir, uint64_t cache_bytes, uint64_t dirty_bytes);
 void storage_free(struct storage *st);
 
 /* Create a pool from member disks (files are created sparse when create is set).

@@ -37,7 +37,7 @@ struct pool {
 
 struct storage {
     char state_dir[PATH_MAX];
-    uint64_t cache_bytes;
+    uint64_t cache_bytes, dirty_bytes;
     pthread_mutex_t lock;      /* the pool list; vpool calls are thread-safe themselves */
     struct pool *pools;
     pthread_t hb_thread;       /* writes every open pool's owner sector once a second */

@@ -113,6 +113,8 @@ grep -q '^nasd_up 1$' <<<"$M" || fail "nasd_up"
 psize=$(api GET pools/tank | jq -r .size)
 grep -q "^nasd_pool_size_bytes{pool=\"tank\"} $psize\$" <<<"$M" || fail "pool size gauge (want $psize)"
 grep -q '^nasd_pool_state{pool="tank",state="ONLINE"} 1$' <<<"$M" || fail "pool state gauge"
+grep -q '^nasd_pool_dirty_bytes{pool="tank"} [0-9][0-9]*$' <<<"$M" || fail "pool write-back gauge"
+[ "$(api GET pools/tank | jq '.dirty_bytes | type')" = '"number"' ] || fail "pool dirty_bytes"
 
 # results survive a restart, newest first
 before=$(api GET jobs | jq -c '[.[] | {id, status, integrity: .result.integrity, iops: .result.iops}]')

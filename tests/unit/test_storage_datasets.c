@@ -28,7 +28,7 @@ static void teardown(void)
 
 static struct storage *with_pool(void)
 {
-    struct storage *st = storage_new(dir, 0);
+    struct storage *st = storage_new(dir, 0, 0);
     struct storage_member m = { .size = 256ull << 20, .create = 1 };
     snprintf(m.path, sizeof m.path, "%s/m0.img", dir);
     char err[256] = "";
