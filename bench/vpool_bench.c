@@ -3,7 +3,7 @@
  * with O_DIRECT members (raw files opened O_DIRECT too) where the disk is the limit.
  * The pool adds checksums, parity, journal and its own RAM cache.
  *   vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]
- *               [-T TESTMASK] [-D 0|1|2] [-S 0|1] [-v] [-P]
+ *               [-T TESTMASK] [-D 0|1|2] [-S 0|1] [-B MiB] [-b MiB] [-v] [-P]
  * Sequential: 1 MiB requests; random: 4 KiB requests over the working set, THREADS
  * synchronous threads (queue depth = THREADS). Writes end with a flush / fdatasync,
  * included in the timing. "sync write 4K QD1": one thread, every 4 KiB random write
@@ -11,6 +11,10 @@
  * -D: 0 page cache only, 1 O_DIRECT only, 2 both (default). -S 1 (default): page cache
  * rows again with 1 and with 32 snapshots of the filled volume present (every unit
  * shared, so the first write to each copies it). -v: commit profile.
+ * Write-back: the page-cache sets give the pool the engine's default budget (the host's
+ * dirty page limits, as raw's writes get in the page cache) unless -B; the O_DIRECT set
+ * one of -b MiB (default 32, the engine's before it followed the host: a 32nd of the
+ * working set, so that there the disks are the limit, not RAM).
  * -C (make bench-vpool-snap): only what snapshots cost, see snap_cost(); 4 threads
  * unless -j, working set at most half a member. */
 #define _GNU_SOURCE
@@ -40,6 +44,7 @@ static int direct_sets = 2;
 static int snap_rows = 1;   /* -S 0: skip the rows with snapshots present */
 static int log_rows = 1;    /* -L 0: skip the log-structured (format 3) raidz1 column */
 static int verbose;
+static uint64_t dirty_mb, direct_dirty_mb = 32;   /* pool write-back budgets, 0 = engine default */
 static struct vpool *cur_pool;   /* -v: commit profile per test */
 static struct vp_prof prof_last; /* -v: the counters after the previous test of cur_pool */
 static int nsnaps;              /* snapshots taken after the fill */
@@ -245,8 +250,8 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     if (snaps) test_mask &= 0xf;
     struct result lpool = {0};
     struct vpool_status st, lst = {0};
-    for (int lg = 0; lg < 1 + (log_rows && !snaps); lg++) {
-        struct vpool_opts o = { .direct = direct, .log = lg };
+    for (int lg = 0; lg < 1 + (log_rows != 0); lg++) {
+        struct vpool_opts o = { .direct = direct, .log = lg, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
         struct vpool *p = pool_open("bench", paths, pmsize, &o, 0);
         if (!p) return 1;
         nsnaps = snaps;
@@ -262,12 +267,17 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
         }
         pool_close(p, paths);
     }
-    bool lcol = log_rows && !snaps;
+    bool lcol = log_rows != 0;
+    uint64_t wb = direct ? direct_dirty_mb : dirty_mb;
+    char wbs[64];
+    if (wb) snprintf(wbs, sizeof wbs, "%llu MiB", (unsigned long long)wb);
+    else snprintf(wbs, sizeof wbs, "default: flusher from %.1f GiB, writers wait at %.1f GiB",
+                  (double)st.dirty_soft / (1u << 30), (double)st.dirty_max / (1u << 30));
 
-    if (snaps) printf("%s, %d snapshot%s of the filled volume present (members %llu MiB):\n",
+    if (snaps) printf("%s, %d snapshot%s of the filled volume present (members %llu MiB), pool write-back %s:\n",
                       direct ? "O_DIRECT members" : "page cache", snaps, snaps > 1 ? "s" : "",
-                      (unsigned long long)(pmsize >> 20));
-    else printf("%s:\n", direct ? "O_DIRECT members (no page cache)" : "page cache");
+                      (unsigned long long)(pmsize >> 20), wbs);
+    else printf("%s, pool write-back %s:\n", direct ? "O_DIRECT members (no page cache)" : "page cache", wbs);
     printf("%-18s %12s %12s %12s %12s %7s", "test", "raw MB/s", "raw IOPS", "raidz1 MB/s", "raidz1 IOPS", "ratio");
     if (lcol) printf(" %12s %12s %7s", "log MB/s", "log IOPS", "ratio");
     printf("\n");
@@ -347,7 +357,7 @@ static int snap_cost(void)
 int main(int argc, char **argv)
 {
     int c, snap_mode = 0, threads_set = 0;
-    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:CL:")) != -1) {
+    while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:CL:B:b:")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
         case 's': member_mb = strtoull(optarg, NULL, 0); break;
@@ -361,6 +371,8 @@ int main(int argc, char **argv)
         case 'T': test_mask = (unsigned)strtoul(optarg, NULL, 0); break;
         case 'C': snap_mode = 1; break;
         case 'L': log_rows = atoi(optarg); break;
+        case 'B': dirty_mb = strtoull(optarg, NULL, 0); break;
+        case 'b': direct_dirty_mb = strtoull(optarg, NULL, 0); break;
         default:
             fprintf(stderr, "usage: vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]\n");
             return 64;
