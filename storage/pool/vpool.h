@@ -52,8 +52,9 @@ struct vpool_member_spec {
 };
 struct vpool_opts {
     uint64_t cache_bytes;   /* RAM read cache, 0 = default 64 MiB */
-    /* write-back buffer: 0 = half of cache_bytes if that is set, else the host's dirty
-     * page limits (vm.dirty_background_* / vm.dirty_*, over every pool of the process) */
+    /* write-back buffer: 0 = the host's dirty page limits (vm.dirty_background_* /
+     * vm.dirty_*, of RAM or the cgroup's limit, at most 4 GiB), counted over every pool of
+     * the process; else this, the flusher starting at half of it */
     uint64_t dirty_bytes;
     int direct;             /* 1: member I/O with O_DIRECT (bypasses the OS page cache) */
     int log;                /* create, raidz1 only: log-structured (format 3, no read-modify-write) */

@@ -21,7 +21,8 @@ struct vc_list { struct vc_ent head; };
 struct vc_shard {
     pthread_mutex_t mu;
     struct vc_ent **ht;
-    size_t nbuckets, n, cap;
+    size_t nbuckets, n, cap;      /* cap: clean entries (the read cache's share) */
+    size_t nd;                    /* dirty entries of n: never evicted, not held against cap */
     struct vc_list lru, dirty;
     uint64_t dgen;
 } __attribute__((aligned(64)));
@@ -37,6 +38,7 @@ struct vp_cache {
     size_t nghost;
     struct vc_shard sh[VC_SHARDS];
     _Atomic uint64_t ndirty;
+    _Atomic bool counted;         /* its dirty sectors count in dirty_all (not while the pool is FAULTED) */
     /* bumped (under the shard lock) by every dirty write and drop: a reader that saw
      * a miss only caches what it read from disk if nothing changed meanwhile */
     _Atomic uint64_t epoch __attribute__((aligned(64)));
@@ -44,14 +46,26 @@ struct vp_cache {
 
 uint64_t vc_epoch(struct vp_cache *c) { return atomic_load(&c->epoch); }
 
-/* dirty sectors of every pool in the process: the write-back budget is the host's */
-static _Atomic uint64_t dirty_all;
+/* dirty sectors and all entries of every pool in the process: the write-back budget is
+ * the host's. Signed: vc_count_dirty's switch may race a change by a sector or two. */
+static _Atomic int64_t dirty_all, ent_all;
 
-static void dirty_add(struct vp_cache *c, int64_t d)
+static void dirty_add(struct vp_cache *c, struct vc_shard *s, int64_t d)
 {
+    s->nd += (size_t)d;
     atomic_fetch_add(&c->ndirty, (uint64_t)d);
-    atomic_fetch_add(&dirty_all, (uint64_t)d);
+    if (atomic_load_explicit(&c->counted, memory_order_relaxed)) atomic_fetch_add(&dirty_all, d);
 }
+
+void vc_count_dirty(struct vp_cache *c, bool on)
+{
+    if (atomic_exchange(&c->counted, on) == on) return;
+    int64_t n = (int64_t)atomic_load(&c->ndirty);
+    atomic_fetch_add(&dirty_all, on ? n : -n);
+}
+
+uint64_t vc_dirty_all(void) { int64_t v = atomic_load(&dirty_all); return v > 0 ? (uint64_t)v : 0; }
+uint64_t vc_entries_all(void) { int64_t v = atomic_load(&ent_all); return v > 0 ? (uint64_t)v : 0; }
 
 
 static inline uint64_t vc_hash(uint64_t k) { k *= 0x9E3779B97F4A7C15ull; return k ^ (k >> 29); }
@@ -78,6 +92,7 @@ struct vp_cache *vc_new(uint64_t bytes, uint64_t nkeys)
     struct vp_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->nkeys = nkeys;
+    atomic_init(&c->counted, true);
     c->present = mmap(NULL, nkeys, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (c->present == MAP_FAILED) { free(c); return NULL; }
     size_t per = bytes / VP_SECTOR / VC_SHARDS;
@@ -109,7 +124,10 @@ void vc_free(struct vp_cache *c)
         free(s->ht);
         pthread_mutex_destroy(&s->mu);
     }
-    atomic_fetch_sub(&dirty_all, atomic_load(&c->ndirty));
+    vc_count_dirty(c, false);
+    int64_t n = 0;
+    for (int i = 0; i < VC_SHARDS; i++) n += (int64_t)c->sh[i].n;
+    atomic_fetch_sub(&ent_all, n);
     free((void *)c->ghost);
     munmap((void *)c->present, c->nkeys);
     free(c);
@@ -128,8 +146,9 @@ static void vc_remove(struct vp_cache *c, struct vc_shard *s, struct vc_ent **pp
     *pp = e->hnext;
     l_del(e);
     if (e->key < c->nkeys) atomic_store_explicit(&c->present[e->key], 0, memory_order_release);
-    if (e->dirty) dirty_add(c, -1);
+    if (e->dirty) dirty_add(c, s, -1);
     s->n--;
+    atomic_fetch_sub(&ent_all, 1);
     if (!e->busy) free(e->data);   /* else the commit holding it frees it */
     free(e);
 }
@@ -174,16 +193,17 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
     struct vc_ent **pp = vc_slot(s, key);
     if (*pp) return *pp;
     if (s->n >= s->nbuckets) vc_grow(s);
-    while (s->n > s->cap && s->lru.head.prev != &s->lru.head)
+    while (s->n - s->nd > s->cap && s->lru.head.prev != &s->lru.head)
         vc_remove(c, s, vc_slot(s, s->lru.head.prev->key));
     struct vc_ent *e = NULL;
-    if (s->n == s->cap && s->lru.head.prev != &s->lru.head) {   /* recycle the LRU victim */
+    if (s->n - s->nd == s->cap && s->lru.head.prev != &s->lru.head) {   /* recycle the LRU victim */
         e = s->lru.head.prev;
         struct vc_ent **vp = vc_slot(s, e->key);
         *vp = e->hnext;
         l_del(e);
         if (e->key < c->nkeys) atomic_store_explicit(&c->present[e->key], 0, memory_order_release);
         s->n--;
+        atomic_fetch_sub(&ent_all, 1);
     } else {
         e = calloc(1, sizeof *e);
         if (!e) return NULL;
@@ -199,6 +219,7 @@ static struct vc_ent *vc_get_or_new(struct vp_cache *c, struct vc_shard *s, uint
     s->ht[b] = e;
     l_push(&s->lru, e);
     s->n++;
+    atomic_fetch_add(&ent_all, 1);
     return e;
 }
 
@@ -238,7 +259,7 @@ void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf)
     e->dgen = ++s->dgen;
     if (!e->dirty) {
         e->dirty = true;
-        dirty_add(c, 1);
+        dirty_add(c, s, 1);
         l_del(e);
         l_push(&s->dirty, e);
     }
@@ -266,7 +287,7 @@ size_t vc_trim(struct vp_cache *c)
     for (int i = 0; i < VC_SHARDS; i++) {
         struct vc_shard *s = &c->sh[i];
         pthread_mutex_lock(&s->mu);
-        while (s->n > s->cap && s->lru.head.prev != &s->lru.head) {
+        while (s->n - s->nd > s->cap && s->lru.head.prev != &s->lru.head) {
             vc_remove(c, s, vc_slot(s, s->lru.head.prev->key));
             freed++;
         }
@@ -274,7 +295,6 @@ size_t vc_trim(struct vp_cache *c)
     }
     return freed;
 }
-uint64_t vc_dirty_all(void) { return atomic_load(&dirty_all); }
 
 /* Lends every dirty sector's buffer to the commit (no copy): *out[i].data is the
  * entry's buffer, marked busy until vc_release. */
@@ -319,7 +339,7 @@ void vc_release(struct vp_cache *c, const struct vp_wsect *w, size_t n, bool com
             e->busy = false;
             if (committed && e->dirty && e->dgen == w[i].dgen) {
                 e->dirty = false;
-                dirty_add(c, -1);
+                dirty_add(c, s, -1);
                 l_del(e);
                 l_push(&s->lru, e);
                 /* !keep: hidden from lookups (the page cache has it), but kept for reuse

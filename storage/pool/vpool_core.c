@@ -103,7 +103,22 @@ static uint64_t vm_knob(const char *name)
     return v;
 }
 
-/* A *_bytes knob if set, else its *_ratio percent of RAM (the kernel's defaults 10 / 20
+/* RAM, or the cgroup's memory limit when lower (a container's OOM killer would take every
+ * unflushed write with it) */
+static uint64_t memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 1ull << 30;
+    unsigned long long lim;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (f) {
+        if (fscanf(f, "%llu", &lim) == 1 && lim && lim < mem) mem = lim;   /* "max": no limit */
+        fclose(f);
+    }
+    return mem;
+}
+
+/* A *_bytes knob if set, else its *_ratio percent of memory (the kernel's defaults 10 / 20
  * where /proc does not say). */
 static uint64_t host_dirty(const char *bytes, const char *ratio, uint64_t dflt_pct)
 {
@@ -111,8 +126,7 @@ static uint64_t host_dirty(const char *bytes, const char *ratio, uint64_t dflt_p
     if (b) return b;
     uint64_t pct = vm_knob(ratio);
     if (!pct || pct > 100) pct = dflt_pct;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 100 * pct : 64ull << 20;
+    return memory_bytes() / 100 * pct;
 }
 
 /* The write-back budget. By default as large as what the kernel lets dirty page cache
@@ -122,16 +136,18 @@ static uint64_t host_dirty(const char *bytes, const char *ratio, uint64_t dflt_p
  * ZFS keeps up to 10 % of RAM dirty the same way). Counted over every pool, see
  * vp_dirty_over(). A commit whose data goes to the journal and overruns it checkpoints
  * in the middle, so the journal size is no bound. */
+#define VP_DIRTY_CAP (4ull << 30)   /* as ZFS's zfs_dirty_data_max_max */
 static void dirty_limits(struct vpool *p, const struct vpool_opts *o)
 {
     uint64_t hard, soft;
-    if (o && (o->dirty_bytes || o->cache_bytes)) {
-        hard = o->dirty_bytes ? o->dirty_bytes : o->cache_bytes / 2;
+    if (o && o->dirty_bytes) {
+        hard = o->dirty_bytes;
         soft = hard / 2;
     } else {
         soft = host_dirty("dirty_background_bytes", "dirty_background_ratio", 10);
         hard = host_dirty("dirty_bytes", "dirty_ratio", 20);
-        if (hard < soft) hard = soft;
+        if (hard > VP_DIRTY_CAP) hard = VP_DIRTY_CAP;
+        if (soft >= hard) soft = hard / 2;
     }
     p->dirty_max = hard / VP_SECTOR;
     if (p->dirty_max < 1024) p->dirty_max = 1024;

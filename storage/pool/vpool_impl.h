@@ -233,6 +233,7 @@ struct vpool {
     uint64_t dirty_since_ns;      /* flusher: when it first saw dirty data after commit no. dirty_since_commit */
     uint64_t dirty_since_commit;
     uint64_t idle_gen;            /* flusher: write_gen at its last tick */
+    unsigned flush_fails, flush_skip;   /* flusher: failed timed commits in a row, ticks to wait */
 
     /* background flusher: commits dirty data early so writers rarely wait */
     pthread_t flusher;
@@ -550,7 +551,9 @@ void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t ep
 void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
 void vc_drop(struct vp_cache *c, uint64_t key);
 uint64_t vc_dirty_count(struct vp_cache *c);
-uint64_t vc_dirty_all(void);   /* of every pool in this process */
+uint64_t vc_dirty_all(void);       /* dirty sectors of every pool in this process */
+uint64_t vc_entries_all(void);     /* cached sectors of every pool, dirty or not */
+void vc_count_dirty(struct vp_cache *c, bool on);   /* off: c's dirty sectors leave vc_dirty_all() */
 size_t vc_trim(struct vp_cache *c);   /* frees clean entries over the cache size; returns how many */
 /* Over a write-back limit (sectors): this pool's dirty data, or every pool's when this
  * one holds a share of it (so one pool's writers do not commit for another's data). */

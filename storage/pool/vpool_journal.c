@@ -512,11 +512,19 @@ static void *flusher_main(void *arg)
             ts.tv_sec += 1;
             pthread_cond_timedwait(&p->flush_cv, &p->flush_mu, &ts);
             if (p->flush_stop) break;
-            if (!p->flush_kick && !(old = expired(p))) {
+            /* a FAULTED pool's data waits for clear (or close): no commits every few
+             * seconds that fail, and it does not count against the other pools' budget */
+            bool faulted = vp_pool_state(p) == VPOOL_FAULTED;
+            vc_count_dirty(p->cache, !faulted);
+            old = !faulted && expired(p);
+            if (old && p->flush_skip) { p->flush_skip--; old = false; }   /* after a failure */
+            if (!p->flush_kick && !old) {
                 uint64_t g = atomic_load(&p->write_gen);
-                bool idle = g == p->idle_gen;   /* no write for a tick */
+                /* sectors kept over the read cache's size for reuse: freed when the pool was
+                 * idle for a tick, or when all pools' cached sectors pass the soft limit */
+                bool trim = g == p->idle_gen || vc_entries_all() > p->dirty_soft;
                 p->idle_gen = g;
-                if (idle) {
+                if (trim) {
                     pthread_mutex_unlock(&p->flush_mu);
                     if (vc_trim(p->cache) > 4096) malloc_trim(0);   /* glibc keeps freed pages otherwise */
                     pthread_mutex_lock(&p->flush_mu);
@@ -529,10 +537,13 @@ static void *flusher_main(void *arg)
         atomic_store(&p->flush_pending, 0);
         if (old) {
             pthread_mutex_lock(&p->commit_lock);
-            vp_commit_ex(p, false);
+            int rc = vp_commit_ex(p, false);
             pthread_mutex_unlock(&p->commit_lock);
+            /* failing (out of space, a member gone bad): retry after 1, 2, 4 .. 64 ticks */
+            p->flush_fails = rc ? (p->flush_fails ? p->flush_fails * 2 : 1) : 0;
+            if (p->flush_fails > 64) p->flush_fails = 64;
+            p->flush_skip = p->flush_fails;
         } else vp_writeback(p);
-        p->dirty_since_ns = 0;
         pthread_mutex_lock(&p->flush_mu);
     }
     pthread_mutex_unlock(&p->flush_mu);

@@ -9,7 +9,7 @@ set -u
 T=$(mktemp -d /tmp/nasd-it-fault.XXXXXX)
 PAT=$ROOT/build/tools/iscsi_pattern
 trap 'stop_nasd; rm -rf "$T"' EXIT
-echo "pool_cache_mb = 4" > "$T/nasd.conf"   # small: reads go to the members
+printf "pool_cache_mb = 4\npool_dirty_mb = 2\n" > "$T/nasd.conf"   # small: reads and writes go to the members
 start_nasd "$T" --config "$T/nasd.conf"
 expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1\",\"members\":[
   {\"path\":\"$T/d0.img\",\"size\":\"128M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"128M\",\"create\":true},

@@ -28,7 +28,7 @@ static struct vpool *pool3(struct tdir *t, const char **pp, uint64_t msize, enum
     for (int i = 0; i < 3; i++) { ms[i] = (struct vpool_member_spec){ t->member[i], msize }; pp[i] = t->member[i]; }
     struct vpool *p;
     char err[256];
-    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .dirty_bytes = 4ull << 20 };
     ck_assert_msg(vpool_create("sp", layout, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
     return p;
 }

@@ -122,7 +122,7 @@ static void power_loss_round(enum vpool_layout l, int n, unsigned seed, int big)
     struct vpool_member_spec ms[4];
     const char *paths[4];
     for (int i = 0; i < n; i++) { ms[i] = (struct vpool_member_spec){ t.member[i], member_size }; paths[i] = t.member[i]; }
-    struct vpool_opts o = { .cache_bytes = 8ull << 20, .log = use_log };
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .dirty_bytes = 4ull << 20, .log = use_log };
     struct vpool *p;
     char err[256];
     ck_assert_int_eq(vpool_create("pl", l, ms, n, &o, &p, err, sizeof err), 0);
@@ -317,7 +317,7 @@ START_TEST(t_member_dies_online)
     for (int i = 0; i < 4; i++) ms[i] = (struct vpool_member_spec){ t.member[i], MEMBER_SIZE };
     struct vpool *p;
     char err[256];
-    struct vpool_opts o = { .cache_bytes = 4ull << 20 };   /* small: reads must go to the members */
+    struct vpool_opts o = { .cache_bytes = 4ull << 20, .dirty_bytes = 2ull << 20 };   /* small: reads must go to the members */
     ck_assert_int_eq(vpool_create("die", VPOOL_RAIDZ1, ms, 4, &o, &p, err, sizeof err), 0);
     ck_assert_int_eq(vpool_vol_create(p, "v", 16ull << 20, 0), 0);
     struct vp_sim *sim = vp_sim_attach(p);

@@ -35,7 +35,7 @@ static struct vpool *reopen(struct tdir *t, int n, const struct vpool_opts *o)
 }
 
 /* A small cache, so that reads go to the members. */
-static const struct vpool_opts small = { .cache_bytes = 4ull << 20 };
+static const struct vpool_opts small = { .cache_bytes = 4ull << 20, .dirty_bytes = 2ull << 20 };
 
 START_TEST(t_truncated_member_faults)
 {

@@ -22,7 +22,7 @@ static struct vpool *make_pool(struct tdir *t, uint64_t msize, uint64_t cache)
     for (int i = 0; i < 4; i++) ms[i] = (struct vpool_member_spec){ t->member[i], msize };
     /* a write-back budget far below the working sets here, so that commits (and the
      * cleaner) run while the tests write; the default would hold them in RAM */
-    struct vpool_opts o = { .cache_bytes = cache, .dirty_bytes = cache ? 0 : 32ull << 20, .log = 1 };
+    struct vpool_opts o = { .cache_bytes = cache, .dirty_bytes = cache ? cache / 2 : 32ull << 20, .log = 1 };
     struct vpool *p;
     char err[256];
     ck_assert_msg(vpool_create("lg", VPOOL_RAIDZ1, ms, 4, &o, &p, err, sizeof err) == 0, "%s", err);
@@ -35,7 +35,7 @@ static struct vpool *reimport(struct tdir *t, int skip, uint64_t cache)
     const char *paths[4];
     int n = 0;
     for (int i = 0; i < 4; i++) if (i != skip) paths[n++] = t->member[i];
-    struct vpool_opts o = { .cache_bytes = cache, .dirty_bytes = cache ? 0 : 32ull << 20 };
+    struct vpool_opts o = { .cache_bytes = cache, .dirty_bytes = cache ? cache / 2 : 32ull << 20 };
     struct vpool *p;
     char err[256];
     ck_assert_msg(vpool_import(paths, n, &o, &p, err, sizeof err) == 0, "import: %s", err);

@@ -16,7 +16,7 @@ static struct vpool *imp(int skip)
     const char *pp[4];
     int n = 0;
     for (int i = 0; i < 4; i++) if (i != skip) pp[n++] = t.member[i];
-    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .dirty_bytes = 4ull << 20 };
     struct vpool *p;
     char err[256];
     ck_assert_msg(vpool_import(pp, n, &o, &p, err, sizeof err) == 0, "import: %s", err);
@@ -28,7 +28,7 @@ static void setup(int vol_flags)
     tdir_make(&t, 4);
     struct vpool_member_spec ms[4];
     for (int i = 0; i < 4; i++) ms[i] = (struct vpool_member_spec){ t.member[i], 64ull << 20 };
-    struct vpool_opts o = { .cache_bytes = 8ull << 20, .log = 1 };
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .dirty_bytes = 4ull << 20, .log = 1 };
     struct vpool *p;
     char err[256];
     ck_assert_msg(vpool_create("lc", VPOOL_RAIDZ1, ms, 4, &o, &p, err, sizeof err) == 0, "%s", err);

@@ -96,7 +96,7 @@ static struct vpool *raidz4_with_vol(struct tdir *t, const char *name, const str
 START_TEST(t_concurrent)
 {
     struct tdir t;
-    struct vpool_opts o = { .cache_bytes = 4ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 4ull << 20, .dirty_bytes = 2ull << 20 };
     struct vpool *p = raidz4_with_vol(&t, "mt", &o, VOL);
     char err[256];
     vol4k = open_vol(p, "v", 4096);
@@ -210,7 +210,7 @@ static void *lr_writer(void *arg)
 START_TEST(t_large_reads)
 {
     struct tdir t;
-    struct vpool_opts o = { .cache_bytes = 16ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 16ull << 20, .dirty_bytes = 8ull << 20 };
     struct vpool *p = raidz4_with_vol(&t, "lr", &o, LR_VOL);
     nasd_bdev *b4 = open_vol(p, "v", 4096), *b512 = open_vol(p, "v", 512);
     write_pattern(b4, 0, LR_HOLE0, 7, 0);

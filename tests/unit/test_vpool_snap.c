@@ -64,7 +64,7 @@ static struct vpool *mkpool(struct tdir *t, enum vpool_layout l, int n, const ch
     for (int i = 0; i < n; i++) { ms[i] = (struct vpool_member_spec){ t->member[i], MEMBER_SIZE }; pp[i] = t->member[i]; }
     struct vpool *p;
     char err[256];
-    struct vpool_opts o = { .cache_bytes = 8ull << 20, .log = use_log && l == VPOOL_RAIDZ1 };
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .dirty_bytes = 4ull << 20, .log = use_log && l == VPOOL_RAIDZ1 };
     ck_assert_msg(vpool_create("sp", l, ms, n, &o, &p, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(p->fmt == VP_FMT_LOG, o.log);
     if (paths) *paths = pp;
@@ -75,7 +75,7 @@ static struct vpool *reimport(struct vpool *p, const char *const *paths, int n)
 {
     vpool_close(p);
     char err[256];
-    struct vpool_opts o = { .cache_bytes = 8ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .dirty_bytes = 4ull << 20 };
     ck_assert_msg(vpool_import(paths, n, &o, &p, err, sizeof err) == 0, "import: %s", err);
     return p;
 }

@@ -1,10 +1,17 @@
 /* The pool's write-back budget: by default the host's dirty page limits
- * (vm.dirty_background_* / vm.dirty_*), a set budget is never exceeded, the limits
- * count every pool of the process, and dirty data nobody flushes is committed within
- * about 5 s (then it survives the process: a re-import reads it back). */
+ * (vm.dirty_background_* / vm.dirty_*, of RAM or the cgroup limit, at most 4 GiB), a set
+ * budget is never exceeded, the limits count every pool of the process, dirty data
+ * nobody flushes is committed within about 5 s, a FAULTED pool's stuck data neither
+ * counts against the others nor is retried every few seconds, and sectors kept over the
+ * read cache's size are freed while writes go on once all pools hold too many. */
+#define _GNU_SOURCE
 #include "tests/unit/check_main.h"
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include "storage/pool/vpool_impl.h"   /* vc_dirty_all, vc_entries_all, prof */
 #include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "tests/unit/test_vpool_util.h"
@@ -54,7 +61,11 @@ static uint64_t vm(const char *knob)
 static uint64_t host(const char *bytes, const char *ratio)
 {
     if (vm(bytes)) return vm(bytes);
-    return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) / 100 * vm(ratio);
+    uint64_t mem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    unsigned long long lim;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (f) { if (fscanf(f, "%llu", &lim) == 1 && lim < mem) mem = lim; fclose(f); }
+    return mem / 100 * vm(ratio);
 }
 
 START_TEST(t_default_is_host)
@@ -64,10 +75,12 @@ START_TEST(t_default_is_host)
     struct vpool_status st;
     vpool_get_status(p, &st);
     uint64_t soft = host("dirty_background_bytes", "dirty_background_ratio"), hard = host("dirty_bytes", "dirty_ratio");
+    if (hard > (4ull << 30)) hard = 4ull << 30;
+    if (soft >= hard) soft = hard / 2;
     printf("write-back: flusher from %llu MiB, writers wait at %llu MiB\n", (unsigned long long)(st.dirty_soft >> 20),
            (unsigned long long)(st.dirty_max >> 20));
     ck_assert_uint_eq(st.dirty_soft / 4096, soft / 4096);
-    ck_assert_uint_eq(st.dirty_max / 4096, (hard > soft ? hard : soft) / 4096);
+    ck_assert_uint_eq(st.dirty_max / 4096, hard / 4096);
     vpool_close(p);
     tdir_remove(&t);
 }
@@ -133,24 +146,124 @@ START_TEST(t_budget_shared)
 }
 END_TEST
 
-/* Written and never flushed: committed within about 5 s, not before 3 */
+/* Written and never flushed: committed within about 5 s, not before 3, and then it
+ * outlives the process: a child writes, waits for the commit and exits as kill -9
+ * would leave it (no close, no flush); the pool imported afterwards has the data. */
 START_TEST(t_expire)
 {
     struct tdir t;
-    struct vpool *p = pool(&t, "e", 64 * MB);
+    tdir_make(&t, 3);
+    fflush(stdout);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct tdir c;
+        struct vpool *p = pool(&c, "e", 64 * MB);   /* its own directory: copied below */
+        nasd_bdev *b = open_vol(p, "v", 4096);
+        write_4k(b, 0, 1 * MB, 8);
+        double waited = 0;
+        bool was_dirty = dirty(p) == 1 * MB;
+        while (dirty(p) && waited < 10) { usleep(100000); waited += 0.1; }
+        printf("unflushed 1 MiB committed after %.1f s\n", waited);
+        fflush(stdout);
+        for (int i = 0; i < 3; i++)   /* hand the members to the parent, then die without a close */
+            if (rename(c.member[i], t.member[i])) _exit(3);
+        rmdir(c.dir);
+        /* ticks of 1 s; slow builds (TSan) commit later */
+        _exit(!was_dirty ? 4 : dirty(p) ? 5 : waited < 3 || waited > 8.5 ? 6 : 0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status %d", status);
+    struct vpool *p = import_pool(&t, 3, -1);
     nasd_bdev *b = open_vol(p, "v", 4096);
-    write_4k(b, 0, 1 * MB, 8);
-    double waited = 0;
-    ck_assert_uint_eq(dirty(p), 1 * MB);
-    while (dirty(p) && waited < 10) { usleep(100000); waited += 0.1; }
-    printf("unflushed 1 MiB committed after %.1f s\n", waited);
-    ck_assert_uint_eq(dirty(p), 0);
-    ck_assert(waited >= 3 && waited <= 8.5);   /* ticks of 1 s; slow builds (TSan) commit later */
+    check_pattern(b, 0, 1 * MB, 8);
     nasd_bdev_put(b);
     vpool_close(p);
-    p = import_pool(&t, 3, -1);
-    b = open_vol(p, "v", 4096);
-    check_pattern(b, 0, 1 * MB, 8);
+    tdir_remove(&t);
+}
+END_TEST
+
+/* every member write fails from now on (ENOSPC): the member files' descriptors now
+ * point at /dev/full */
+static void fail_members(struct tdir *t, int n)
+{
+    int full = open("/dev/full", O_WRONLY);
+    ck_assert_int_ge(full, 0);
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    int hit = 0;
+    while ((de = readdir(d))) {
+        char lnk[64], tgt[512];
+        snprintf(lnk, sizeof lnk, "/proc/self/fd/%s", de->d_name);
+        ssize_t l = readlink(lnk, tgt, sizeof tgt - 1);
+        if (l <= 0) continue;
+        tgt[l] = 0;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(tgt, t->member[i])) { ck_assert_int_ge(dup2(full, atoi(de->d_name)), 0); hit++; }
+    }
+    closedir(d);
+    close(full);
+    ck_assert_int_ge(hit, n);
+}
+
+/* A pool whose commits fail (all members gone bad) holds its dirty data: it leaves the
+ * process's count within a tick of the pool going FAULTED, and the timer does not
+ * retry while it is FAULTED. */
+START_TEST(t_faulted)
+{
+    struct tdir t;
+    struct vpool *p = pool(&t, "f", 64 * MB);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    write_4k(b, 0, 4 * MB, 9);
+    ck_assert_uint_eq(vc_dirty_all(), 4 * MB / 4096);
+    fail_members(&t, 3);
+    struct vpool_status st;
+    double waited = 0;
+    for (; waited < 10; waited += 0.1) {   /* the timer's commit fails and faults the members */
+        vpool_get_status(p, &st);
+        if (st.state == VPOOL_FAULTED && vc_dirty_all() == 0) break;
+        usleep(100000);
+    }
+    printf("faulted after %.1f s, its %llu KiB dirty out of the count\n", waited, (unsigned long long)(st.dirty >> 10));
+    ck_assert_int_eq(st.state, VPOOL_FAULTED);
+    ck_assert_uint_eq(st.dirty, 4 * MB);
+    ck_assert_uint_eq(vc_dirty_all(), 0);
+    uint64_t commits = atomic_load(&p->prof.commits);
+    usleep(6500000);
+    ck_assert_uint_eq(atomic_load(&p->prof.commits), commits);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    ck_assert_uint_eq(vc_dirty_all(), 0);
+    tdir_remove(&t);
+}
+END_TEST
+
+/* Sectors kept over the read cache's size after a commit go once all pools' cached
+ * sectors pass the soft limit, even while a writer keeps the pool busy. */
+START_TEST(t_kept_bounded)
+{
+    struct tdir t;
+    tdir_make(&t, 3);
+    struct vpool_member_spec ms[3];
+    for (int i = 0; i < 3; i++) ms[i] = (struct vpool_member_spec){ t.member[i], 128 * MB };
+    struct vpool_opts o = { .cache_bytes = 4 * MB, .dirty_bytes = 32 * MB };   /* soft: 16 MiB */
+    struct vpool *p;
+    char err[256] = "";
+    ck_assert_msg(vpool_create("k", VPOOL_RAIDZ1, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 160 * MB, 0), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    write_4k(b, 0, 28 * MB, 10);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    uint64_t kept = vc_entries_all();
+    ck_assert_uint_ge(kept, 24 * MB / 4096);   /* kept for reuse */
+    for (int i = 0; i < 30 && vc_entries_all() > 16 * MB / 4096; i++) {
+        write_4k(b, 0, 4096, 11);   /* never idle for a tick */
+        usleep(100000);
+    }
+    printf("kept over the cache: %llu KiB after the flush, %llu KiB while writing on\n",
+           (unsigned long long)kept * 4, (unsigned long long)vc_entries_all() * 4);
+    ck_assert_uint_le(vc_entries_all(), 16 * MB / 4096);
     nasd_bdev_put(b);
     vpool_close(p);
     tdir_remove(&t);
@@ -167,6 +280,8 @@ int main(void)
     tcase_add_test(tc, t_budget_bound);
     tcase_add_test(tc, t_budget_shared);
     tcase_add_test(tc, t_expire);
+    tcase_add_test(tc, t_faulted);
+    tcase_add_test(tc, t_kept_bounded);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -77,7 +77,7 @@ static void setup(void)
         snprintf(paths[i], sizeof paths[i], "%s/m%d", dir, i);
         ms[i] = (struct vpool_member_spec){ paths[i], MSIZE };
     }
-    struct vpool_opts o = { .cache_bytes = 4ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 4ull << 20, .dirty_bytes = 2ull << 20 };
     struct vpool *p;
     char err[256];
     if (vpool_create("fz", VPOOL_RAIDZ1, ms, NMEM, &o, &p, err, sizeof err)) die(err);
@@ -177,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *ps[NMEM];
     int n = 0;
     for (int i = (flags & 2) ? 1 : 0; i < NMEM; i++) ps[n++] = paths[i];
-    struct vpool_opts o = { .cache_bytes = 4ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 4ull << 20, .dirty_bytes = 2ull << 20 };
     struct vpool *p;
     char err[256];
     int rc = vpool_import(ps, n, &o, &p, err, sizeof err);

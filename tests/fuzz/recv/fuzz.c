@@ -34,7 +34,7 @@ static void setup(void)
     if (!mkdtemp(dir)) abort();
     snprintf(path, sizeof path, "%s/m0", dir);
     struct vpool_member_spec m = { path, 48ull << 20 };
-    struct vpool_opts o = { .cache_bytes = 4ull << 20 };
+    struct vpool_opts o = { .cache_bytes = 4ull << 20, .dirty_bytes = 2ull << 20 };
     if (vpool_create("fz", VPOOL_STRIPE, &m, 1, &o, &pool, err, sizeof err)) { fprintf(stderr, "%s\n", err); abort(); }
     unlink(path);   /* the open descriptor keeps it */
     rmdir(dir);

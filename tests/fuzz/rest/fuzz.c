@@ -49,6 +49,7 @@ static int init(void)
     cfg.nfs_port = cfg.mount_port = 0;
     cfg.portmap_port = -1;
     cfg.cache_bytes = 4 << 20;
+    cfg.dirty_bytes = 2 << 20;
     char err[512];
     if (appliance_start(&app, &cfg, err, sizeof err)) { fprintf(stderr, "fuzz: %s\n", err); return -1; }
     /* something to find: a pool with a dataset, a volume and both exports */
