@@ -549,10 +549,8 @@ static int apply_log(struct vpool *p, struct vp_wsect *ws, size_t n)
     return rc;
 }
 
-/* Writes sectors (sorted by pool sector) in place and then publishes their checksums. */
-int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
+static int apply_slice(struct vpool *p, struct vp_wsect *ws, size_t n)
 {
-    if (p->xl) return apply_log(p, ws, n);
     struct apply_ctx a = { .p = p };
     uint8_t held[VP_ROW_LOCKS];
     int ncols = p->layout == VPOOL_RAIDZ1 ? p->ndata : 0, rc = 0;
@@ -628,6 +626,28 @@ out:
     for (int c = 0; c < ncols; c++) free(a.col[c]);
     free(a.tmp); free(a.dpar);
     if (!rc && vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
+    return rc;
+}
+
+/* Writes sectors (sorted by pool sector) in place and then publishes their checksums.
+ * In slices of whole rows: a commit of the write-back budget's gigabytes in one piece
+ * sized its scratch arenas (parity, columns read) in the hundreds of MiB, too large to
+ * keep, so every batch faulted them in afresh (iSCSI 4K random writes on the daemon's
+ * raidz1 volume: 18,000 IOPS). A slice's arenas stay under arena_trim's bound. */
+#define VP_APPLY_SLICE 4096
+int vp_apply_writes(struct vpool *p, struct vp_wsect *ws, size_t n)
+{
+    if (p->xl) return apply_log(p, ws, n);
+    int rc = 0, c;
+    for (size_t i = 0; i < n && !rc;) {
+        size_t j = n - i > VP_APPLY_SLICE ? i + VP_APPLY_SLICE : n;
+        if (j < n) {
+            uint64_t row = vp_row_of(p, ws[j - 1].sect, &c);
+            while (j < n && vp_row_of(p, ws[j].sect, &c) == row) j++;
+        }
+        rc = apply_slice(p, ws + i, j - i);
+        i = j;
+    }
     return rc;
 }
 
