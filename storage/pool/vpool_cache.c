@@ -280,7 +280,8 @@ uint64_t vc_dirty_count(struct vp_cache *c) { return atomic_load(&c->ndirty); }
 
 /* The write-back budget is far larger than the read cache: committed sectors stay as
  * clean entries over the cache's size, reused by the next writes without allocating
- * (fresh memory costs a page fault per sector). An idle pool gives them back. */
+ * (fresh memory costs a page fault per sector). The flusher gives them back when its pool
+ * was idle for a tick, or while all pools' cached sectors pass the soft limit. */
 size_t vc_trim(struct vp_cache *c)
 {
     size_t freed = 0;
