@@ -18,6 +18,12 @@
 
 #define MIN_MEMBER (64ull << 20)
 
+/* what every pool the manager creates, opens or imports gets from the daemon's settings */
+static struct vpool_opts pool_opts(const struct storage *st)
+{
+    return (struct vpool_opts){ .cache_bytes = st->cache_bytes, .dirty_bytes = st->dirty_bytes };
+}
+
 struct storage *storage_new(const char *state_dir, uint64_t cache_bytes, uint64_t dirty_bytes)
 {
     struct storage *st = calloc(1, sizeof *st);
@@ -159,7 +165,8 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
         for (int i = 0; i < n; i++) if (m[i].create) unlink(m[i].path);
         return rc;
     }
-    struct vpool_opts o = { .cache_bytes = st->cache_bytes, .dirty_bytes = st->dirty_bytes, .log = log };
+    struct vpool_opts o = pool_opts(st);
+    o.log = log;
     struct vpool *vp;
     rc = vpool_create(name, l, spec, n, &o, &vp, err, errlen);
     if (rc) {
@@ -176,7 +183,7 @@ int storage_pool_open(struct storage *st, const char *name, const char *layout,
 {
     const char *paths[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < n && i < VPOOL_MAX_MEMBERS; i++) paths[i] = m[i].path;
-    struct vpool_opts o = { .cache_bytes = st->cache_bytes, .dirty_bytes = st->dirty_bytes };
+    struct vpool_opts o = pool_opts(st);
     struct vpool *vp = NULL;
     int fds[VPOOL_MAX_MEMBERS];
     int rc = members_lock(paths, NULL, n, 0, fds, err, errlen);   /* restore: locks only */
@@ -200,7 +207,7 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
 {
     if (find_pool(st, name)) { snprintf(err, errlen, "pool %s exists", name); return -EEXIST; }
     if (n < 1 || n > VPOOL_MAX_MEMBERS) { snprintf(err, errlen, "1..%d member paths", VPOOL_MAX_MEMBERS); return -EINVAL; }
-    struct vpool_opts o = { .cache_bytes = st->cache_bytes, .dirty_bytes = st->dirty_bytes };
+    struct vpool_opts o = pool_opts(st);
     struct vpool *vp;
     int fds[VPOOL_MAX_MEMBERS];
     /* another host's heartbeat first: what tells the user the pool is live elsewhere */

@@ -90,11 +90,10 @@ fail:
     return e;
 }
 
-static uint64_t vm_knob(const char *name)
+/* the number a /proc or /sys file starts with; 0 if none (missing, or e.g. "max") */
+static uint64_t file_number(const char *path)
 {
-    char path[64];
     unsigned long long v = 0;
-    snprintf(path, sizeof path, "/proc/sys/vm/%s", name);
     FILE *f = fopen(path, "r");
     if (f) {
         if (fscanf(f, "%llu", &v) != 1) v = 0;
@@ -103,19 +102,21 @@ static uint64_t vm_knob(const char *name)
     return v;
 }
 
+static uint64_t vm_knob(const char *name)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/sys/vm/%s", name);
+    return file_number(path);
+}
+
 /* RAM, or the cgroup's memory limit when lower (a container's OOM killer would take every
  * unflushed write with it) */
 static uint64_t memory_bytes(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 1ull << 30;
-    unsigned long long lim;
-    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
-    if (f) {
-        if (fscanf(f, "%llu", &lim) == 1 && lim && lim < mem) mem = lim;   /* "max": no limit */
-        fclose(f);
-    }
-    return mem;
+    uint64_t lim = file_number("/sys/fs/cgroup/memory.max");
+    return lim && lim < mem ? lim : mem;
 }
 
 /* A *_bytes knob if set, else its *_ratio percent of memory (the kernel's defaults 10 / 20

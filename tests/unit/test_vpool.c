@@ -306,11 +306,8 @@ START_TEST(t_offline_during_resilver)
 {
     struct tdir t;
     tdir_make(&t, 3);
-    struct vpool *p;
-    create_pool(&t, VPOOL_MIRROR, 3, &p);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 32ull << 20, 0), 0);
+    struct vpool *p = pool_with_data(&t, VPOOL_MIRROR, 3, 32ull << 20, 32ull << 20, 61);
     nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 32ull << 20, 61, 1);
     ck_assert_int_eq(vpool_member_offline(p, 0), 0);
     write_pattern(b, 0, 32ull << 20, 62, 1);
     ck_assert_int_eq(vpool_member_online(p, 0), 0);

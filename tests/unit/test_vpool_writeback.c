@@ -18,12 +18,12 @@
 
 #define MB (1ull << 20)
 
-static struct vpool *pool(struct tdir *t, const char *name, uint64_t dirty_bytes)
+static struct vpool *pool(struct tdir *t, const char *name, uint64_t cache_bytes, uint64_t dirty_bytes)
 {
     tdir_make(t, 3);
     struct vpool_member_spec ms[3];
     for (int i = 0; i < 3; i++) ms[i] = (struct vpool_member_spec){ t->member[i], 128 * MB };
-    struct vpool_opts o = { .dirty_bytes = dirty_bytes };
+    struct vpool_opts o = { .cache_bytes = cache_bytes, .dirty_bytes = dirty_bytes };
     struct vpool *p;
     char err[256] = "";
     ck_assert_msg(vpool_create(name, VPOOL_RAIDZ1, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
@@ -71,7 +71,7 @@ static uint64_t host(const char *bytes, const char *ratio)
 START_TEST(t_default_is_host)
 {
     struct tdir t;
-    struct vpool *p = pool(&t, "d", 0);
+    struct vpool *p = pool(&t, "d", 0, 0);
     struct vpool_status st;
     vpool_get_status(p, &st);
     uint64_t soft = host("dirty_background_bytes", "dirty_background_ratio"), hard = host("dirty_bytes", "dirty_ratio");
@@ -91,7 +91,7 @@ END_TEST
 START_TEST(t_budget_bound)
 {
     struct tdir t;
-    struct vpool *p = pool(&t, "b", 8 * MB);
+    struct vpool *p = pool(&t, "b", 0, 8 * MB);
     nasd_bdev *b = open_vol(p, "v", 4096);
     uint64_t x = 3 * 7919 + 1, most = 0;   /* check_pattern_random's sequence for seed 3 */
     uint8_t buf[4096];
@@ -121,7 +121,7 @@ END_TEST
 START_TEST(t_budget_shared)
 {
     struct tdir ta, tb;
-    struct vpool *a = pool(&ta, "a", 128 * MB), *bp = pool(&tb, "bb", 128 * MB);   /* soft: 64 MiB */
+    struct vpool *a = pool(&ta, "a", 0, 128 * MB), *bp = pool(&tb, "bb", 0, 128 * MB);   /* soft: 64 MiB */
     nasd_bdev *va = open_vol(a, "v", 4096), *vb = open_vol(bp, "v", 4096);
     write_4k(vb, 0, 40 * MB, 5);
     usleep(1500000);
@@ -158,7 +158,7 @@ START_TEST(t_expire)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         struct tdir c;
-        struct vpool *p = pool(&c, "e", 64 * MB);   /* its own directory: copied below */
+        struct vpool *p = pool(&c, "e", 0, 64 * MB);   /* its own directory: copied below */
         nasd_bdev *b = open_vol(p, "v", 4096);
         write_4k(b, 0, 1 * MB, 8);
         double waited = 0;
@@ -213,7 +213,7 @@ static void fail_members(struct tdir *t, int n)
 START_TEST(t_faulted)
 {
     struct tdir t;
-    struct vpool *p = pool(&t, "f", 64 * MB);
+    struct vpool *p = pool(&t, "f", 0, 64 * MB);
     nasd_bdev *b = open_vol(p, "v", 4096);
     write_4k(b, 0, 4 * MB, 9);
     ck_assert_uint_eq(vc_dirty_all(), 4 * MB / 4096);
@@ -244,14 +244,7 @@ END_TEST
 START_TEST(t_kept_bounded)
 {
     struct tdir t;
-    tdir_make(&t, 3);
-    struct vpool_member_spec ms[3];
-    for (int i = 0; i < 3; i++) ms[i] = (struct vpool_member_spec){ t.member[i], 128 * MB };
-    struct vpool_opts o = { .cache_bytes = 4 * MB, .dirty_bytes = 32 * MB };   /* soft: 16 MiB */
-    struct vpool *p;
-    char err[256] = "";
-    ck_assert_msg(vpool_create("k", VPOOL_RAIDZ1, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 160 * MB, 0), 0);
+    struct vpool *p = pool(&t, "k", 4 * MB, 32 * MB);   /* soft: 16 MiB */
     nasd_bdev *b = open_vol(p, "v", 4096);
     write_4k(b, 0, 28 * MB, 10);
     ck_assert_int_eq(nasd_bdev_flush(b), 0);
