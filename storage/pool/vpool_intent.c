@@ -157,18 +157,28 @@ int vp_intents_resolve(struct vpool *p, struct vp_intents *t)
         rc = -ENOMEM;
         goto out;
     }
-    size_t ng = 0, nres = 0, nbad = 0;
+    size_t ng = 0, nres = 0, nbad = 0, ccap = 0;
+    uint32_t *cand = NULL;
     for (size_t i = 0; i < t->n;) {
         size_t j = i;
-        uint32_t cand[16];
         int nc = 0;
         bool open = false;
+        /* every candidate, however often the sector was rewritten since the last
+         * checkpoint: the newest is the one a flush made durable (a cap that kept the
+         * oldest 15 lost a sector rewritten 15 times: it came back as zeros) */
         for (; j < t->n && t->e[j].s == t->e[i].s; j++) {
             if (t->e[j].kind == IK_OVERRIDE) { nc = 0; open = false; continue; }
             open = true;
+            if ((size_t)nc + 2 > ccap) {
+                size_t nn = ccap ? ccap * 2 : 64;
+                uint32_t *c2 = realloc(cand, nn * sizeof *c2);
+                if (!c2) { rc = -ENOMEM; goto done; }
+                cand = c2; ccap = nn;
+            }
             if (t->e[j].bseq <= t->synced) { nc = 0; cand[nc++] = t->e[j].now; continue; }   /* on disk since */
-            if (nc < 15 && !in_set(cand, nc, t->e[j].prev)) cand[nc++] = t->e[j].prev;
-            if (nc < 15 && !in_set(cand, nc, t->e[j].now)) cand[nc++] = t->e[j].now;
+            /* prev is usually the last now: skip repeats only, the searches go newest first */
+            if (!nc || cand[nc - 1] != t->e[j].prev) cand[nc++] = t->e[j].prev;
+            if (cand[nc - 1] != t->e[j].now) cand[nc++] = t->e[j].now;
         }
         uint64_t s = t->e[i].s;
         i = j;
@@ -191,7 +201,8 @@ int vp_intents_resolve(struct vpool *p, struct vp_intents *t)
     }
     if (nres) log_info("vpool %s: %zu sectors written in place around the crash checked (%zu unresolved)",
                        p->name, nres, nbad);
-    free(groups); free(buf); free(tmp);
+done:
+    free(cand); free(groups); free(buf); free(tmp);
 out:
     free(t->e);
     free(t);
