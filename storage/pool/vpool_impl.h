@@ -138,14 +138,20 @@ static inline uint32_t vp_map_get(struct vp_vol *v, uint64_t vext)
  * checksums are not journaled yet (see vpool_direct.c) */
 enum { VP_REC_WRITE = 1, VP_REC_CSUM, VP_REC_ZERO, VP_REC_ALLOC, VP_REC_FREE, VP_REC_LIFE, VP_REC_INTENT = 7,
        VP_REC_REGION = 8, VP_REC_SYNCED = 9, VP_REC_LOC = 10 };
-/* VP_REC_LOC (format 3): pool sector a now lives at physical sector b, checksum a32;
- * replay keeps it only if the data there matches */
+/* VP_REC_LOC (format 3): pool sector a now lives at physical sector b (low 32 bits),
+ * checksum a32; replay keeps it only if the data there matches. A snapshot copy's
+ * record also names its source (high 32 bits: source pool sector + 1): if the copy's
+ * data did not reach the disk, replay writes the source's data there instead, so the
+ * copy needs no member sync before its records (the source, held by the snapshot, does
+ * not change and its locations stay until the next checkpoint). */
 /* VP_REC_SYNCED: every batch up to seq a is in place and synced (its intents' data is
  * what the members hold), written before a direct write may overwrite such data */
 #define VP_REGION_SECT 4096u      /* 16 MiB of pool sectors per write-intent region */
 #define VP_DLIST_MAX   16384u
 #define VP_COW_PEND_MAX (1u << 20) /* pending records (24 MiB) past which a snapshot copy commits first */
 struct vp_rec { uint32_t type, a32; uint64_t a, b; };
+static inline uint64_t vp_loc_phys(const struct vp_rec *r) { return r->b & 0xffffffffu; }
+static inline uint64_t vp_loc_src1(const struct vp_rec *r) { return r->b >> 32; }   /* source + 1, 0 = none */
 
 /* one sector to be written by a commit */
 /* one sector to be written by a commit; intent: journal only its checksum */
@@ -450,6 +456,7 @@ void vp_xl_replay_batch(struct vpool *p);   /* a new batch: forget its predecess
  * commits): if that record was dropped, its data is written to the location now */
 int  vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *data);
 void vp_xl_checkpointed(struct vpool *p);   /* members synced, tables written: emptied segments are free */
+size_t vp_xl_drop_locs(struct vp_rec *recs, size_t n);   /* removes VP_REC_LOC records, returns how many are left */
 uint32_t vp_xl_phys_csum(struct vpool *p, uint64_t phys);   /* checksum of what lives at phys, 0 = none */
 bool vp_xl_row_live(struct vpool *p, uint64_t row);
 struct vp_xl_stats { uint64_t nseg, free, pending, cleaned_segs, moved_sect, written_sect, pad_sect; };

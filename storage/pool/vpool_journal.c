@@ -237,17 +237,24 @@ int vp_journal_batch(struct vpool *p, const struct vp_rec *recs, size_t nrec, co
     return write_batch(p, recs, nrec, ws, nws);
 }
 
+/* A record that continues a snapshot copy: its CSUMs, or on format 3 its location
+ * records (those name a source) */
+static bool copy_rec(const struct vp_rec *r)
+{
+    return r->type == VP_REC_CSUM || (r->type == VP_REC_LOC && vp_loc_src1(r));
+}
+
 /* Records in the batch from recs[k] of nr: up to VP_BATCH_RECS, but never ending inside
- * a snapshot copy's records (ALLOC, its CSUMs, the old unit's LIFE: at most 258), since
- * half a copy leaves two units for one extent. Only CSUMs and a LIFE right after a CSUM
- * or an ALLOC continue a copy (unmaps and rollbacks add long runs of LIFE of their own). */
+ * a snapshot copy's records (ALLOC, its CSUMs or locations, the old unit's LIFE: at most
+ * 258), since half a copy leaves two units for one extent. Only those and a LIFE right
+ * after one or after an ALLOC continue a copy (unmaps and rollbacks add long runs of
+ * LIFE of their own). */
 static size_t next_batch(const struct vp_rec *recs, size_t k, size_t nr)
 {
     size_t c = nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS;
     while (k + c < nr && c > 1) {
         const struct vp_rec *r = &recs[k + c];
-        bool inside = r->type == VP_REC_CSUM ||
-                      (r->type == VP_REC_LIFE && (r[-1].type == VP_REC_CSUM || r[-1].type == VP_REC_ALLOC));
+        bool inside = copy_rec(r) || (r->type == VP_REC_LIFE && (copy_rec(&r[-1]) || r[-1].type == VP_REC_ALLOC));
         if (!inside) break;
         c--;
     }

@@ -133,7 +133,11 @@ static void set_live_map(struct vpool *p, struct vp_vol *v, uint32_t *m)
  * checksums join the pending records, which the next commit journals only after
  * syncing the members (cow_unsynced), so a crash before that leaves the volume on the
  * old unit, as for any write not yet flushed. (A member sync plus a journal batch per
- * copied unit capped a snapshotted volume's writes near 160 MB/s.) */
+ * copied unit capped a snapshotted volume's writes near 160 MB/s.) A log-structured
+ * pool syncs nothing for a copy: its location records name each sector's source, and
+ * replay rewrites a copied sector from there when the copy's data did not reach the
+ * disk (the member sync per commit held its page-cache writes with snapshots at 0.03x
+ * of the raw files). */
 static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const uint8_t *src, uint64_t off,
                       size_t len, size_t *used)
 {
@@ -215,8 +219,11 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     /* rows shared with neighbouring units get new parity: a crash before the sync
      * resyncs them at import, as after a direct write */
     if (!rc && n && !p->xl) rc = vp_log_regions(p, ws, n);   /* format 3 writes no row in place */
-    if (!rc) rc = vp_apply_writes(p, ws, n);
+    struct vp_rec *xr = NULL;   /* format 3: the copy's location (and lz4 mark) records */
+    size_t nx = 0;
+    if (!rc) rc = p->xl ? vp_xl_write(p, ws, n, &xr, &nx) : vp_apply_writes(p, ws, n);
     if (rc) {   /* nothing refers to the new unit: give it back */
+        free(xr);
         if (taken) {   /* checksums first: once free, the unit may be taken at once */
             for (size_t k = 0; k < n; k++) if (vp_csum_get(p, ws[k].sect)) vp_csum_set(p, ws[k].sect, 0);
             pthread_mutex_lock(&p->alloc_lock);
@@ -229,7 +236,11 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     pthread_mutex_lock(&p->alloc_lock);
     struct vp_rec r = { .type = VP_REC_ALLOC, .a32 = v->id, .a = nau, .b = vext | (uint64_t)p->au[nau].birth << 32 };
     vp_pend_add(p, &r);
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < nx; k++) {   /* each location record names its source sector */
+        if (xr[k].type == VP_REC_LOC) xr[k].b |= (old * VP_AU_SECT + (xr[k].a - nau * VP_AU_SECT) + 1) << 32;
+        vp_pend_add(p, &xr[k]);
+    }
+    for (size_t k = 0; k < n && !p->xl; k++) {
         r = (struct vp_rec){ .type = VP_REC_CSUM, .a = ws[k].sect, .a32 = ws[k].csum };
         vp_pend_add(p, &r);
     }
@@ -238,7 +249,8 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
         r = (struct vp_rec){ .type = VP_REC_LIFE, .a = old, .a32 = p->snap_cur };
         vp_pend_add(p, &r);
     }
-    p->cow_unsynced = true;
+    if (!p->xl) p->cow_unsynced = true;
+    free(xr);
     __atomic_store_n(&v->map[vext], (uint32_t)nau + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&p->alloc_lock);
     *used = src ? hi - lo : 0;

@@ -15,6 +15,7 @@ struct vp_xl {
     uint64_t next_seg;            /* where take_segment looks first */
     unsigned open_row, open_w;    /* next parity group of the open segment */
     bool built;                   /* reverse map and counts valid (after vp_xl_rebuild) */
+    uint64_t epoch;               /* checkpoints completed (commit_lock) */
     /* held exclusive while locations are published, shared by a read that has to
      * repair and by scrub: they see each sector's location and checksum together */
     pthread_rwlock_t lock;

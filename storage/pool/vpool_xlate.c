@@ -243,18 +243,42 @@ static int remember(void **arr, size_t *n, size_t *cap, size_t elem)
 
 void vp_xl_replay_batch(struct vpool *p) { p->xl->ndropped = 0; }
 
-static int accept_loc(struct vpool *p, const struct vp_rec *r);
+static int accept_loc(struct vpool *p, uint64_t s, uint64_t phys, uint32_t cs);
+static int put_data(struct vpool *p, uint64_t phys, const uint8_t *data);
+
+/* A snapshot copy's sector whose data is not at phys: the source's data is written there
+ * (what the copy held before its first write), or, where the source held none, the
+ * sector has none either. A source that cannot be read leaves it as a dropped record. */
+static int copy_back(struct vpool *p, const struct vp_rec *r, uint64_t phys, uint64_t src)
+{
+    struct vp_xl *x = p->xl;
+    uint32_t cs = p->csum[src], l = x->loc[src];
+    if (!vp_has_data(cs)) {
+        if (p->csum[r->a] != cs) vp_csum_set(p, r->a, cs);
+        return 0;
+    }
+    uint8_t *d = NULL;
+    if (posix_memalign((void **)&d, 64, VP_SECTOR)) return -ENOMEM;
+    int rc = l && l - 1 < x->nphys && vp_read_phys(p, l - 1, cs, d, src, true) == 0 ? put_data(p, phys, d) : 1;
+    free(d);
+    if (rc < 0) return rc;
+    if (!rc) return accept_loc(p, r->a, phys, cs);
+    if (remember((void **)&x->dropped, &x->ndropped, &x->dropped_cap, sizeof *x->dropped)) return -ENOMEM;
+    x->dropped[x->ndropped++] = *r;
+    return 0;
+}
 
 int vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r)
 {
     struct vp_xl *x = p->xl;
-    if (!x || r->a >= p->n_sect || r->b >= x->nphys || !vp_has_data(r->a32)) return -EBADMSG;
-    if (!phys_matches(p, r->b, r->a32)) {   /* its data never made it: the older location stays */
-        if (remember((void **)&x->dropped, &x->ndropped, &x->dropped_cap, sizeof *x->dropped)) return -ENOMEM;
-        x->dropped[x->ndropped++] = *r;   /* unless the batch carries the data too */
-        return 0;
-    }
-    return accept_loc(p, r);
+    uint64_t phys = vp_loc_phys(r), src1 = vp_loc_src1(r);
+    if (!x || r->a >= p->n_sect || phys >= x->nphys || !vp_has_data(r->a32) || src1 > p->n_sect) return -EBADMSG;
+    if (phys_matches(p, phys, r->a32)) return accept_loc(p, r->a, phys, r->a32);
+    if (src1) return copy_back(p, r, phys, src1 - 1);
+    /* its data never made it: the older location stays */
+    if (remember((void **)&x->dropped, &x->ndropped, &x->dropped_cap, sizeof *x->dropped)) return -ENOMEM;
+    x->dropped[x->ndropped++] = *r;   /* unless the batch carries the data too */
+    return 0;
 }
 
 int vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *data)
@@ -266,14 +290,20 @@ int vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *da
     if (!i) return 0;   /* its location record found the data in place */
     const struct vp_rec *l = &x->dropped[i - 1];
     if (l->a32 != r->a32) return -EBADMSG;
+    int rc = put_data(p, vp_loc_phys(l), data);
+    if (rc < 0) return rc;
+    return rc ? 0 : accept_loc(p, l->a, vp_loc_phys(l), l->a32);   /* else two columns are gone: the older copy stays */
+}
+
+/* Writes one sector's data at phys during replay: 0 done, 1 not possible (its member
+ * and another column missing), < 0 error. The location is this epoch's and nothing else
+ * points there. */
+static int put_data(struct vpool *p, uint64_t phys, const uint8_t *data)
+{
     int col;
-    uint64_t row = vp_row_of(p, l->b, &col), off = vp_moff(p, row, l->b % VP_CHUNK_SECT);
+    uint64_t row = vp_row_of(p, phys, &col), off = vp_moff(p, row, phys % VP_CHUNK_SECT);
     int m = vp_col_member(p, row, col);
-    /* the location is this epoch's and nothing else points there */
-    if (vp_writable(p, m)) {
-        if (vp_mwrite(p, m, data, VP_SECTOR, off)) return -EIO;
-        return accept_loc(p, l);
-    }
+    if (vp_writable(p, m)) return vp_mwrite(p, m, data, VP_SECTOR, off) ? -EIO : 0;
     /* its member is missing: parity must give the data back, so it is made from the data
      * and the group's other columns (the row resync cannot, with a member missing) */
     int pm = vp_parity_member(p, row);
@@ -292,17 +322,17 @@ int vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *da
     }
     if (ok) ok = vp_mwrite(p, pm, par, VP_SECTOR, off) == 0;
     free(par); free(t);
-    return ok ? accept_loc(p, l) : 0;   /* else two columns are gone: the older copy stays */
+    return ok ? 0 : 1;
 }
 
-static int accept_loc(struct vpool *p, const struct vp_rec *r)
+static int accept_loc(struct vpool *p, uint64_t s, uint64_t phys, uint32_t cs)
 {
     struct vp_xl *x = p->xl;
     if (remember((void **)&x->replayed, &x->nreplayed, &x->replayed_cap, sizeof *x->replayed)) return -ENOMEM;
-    x->replayed[x->nreplayed++] = r->b;
-    vp_csum_set(p, r->a, r->a32);
-    x->loc[r->a] = (uint32_t)r->b + 1;
-    vp_loc_dirty(p, r->a);
+    x->replayed[x->nreplayed++] = phys;
+    vp_csum_set(p, s, cs);
+    x->loc[s] = (uint32_t)phys + 1;
+    vp_loc_dirty(p, s);
     return 0;
 }
 

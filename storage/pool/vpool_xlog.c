@@ -324,9 +324,23 @@ static int clean_round(struct vpool *p, uint64_t want)
     return rc;
 }
 
+/* Removes the location records from recs (n of them); returns how many are left. After
+ * a checkpoint the tables hold what they say, and their places may be reused once the
+ * sectors moved on. */
+size_t vp_xl_drop_locs(struct vp_rec *recs, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) if (recs[i].type != VP_REC_LOC) recs[k++] = recs[i];
+    return k;
+}
+
 void vp_xl_checkpointed(struct vpool *p)
 {
     struct vp_xl *x = p->xl;
+    x->epoch++;
+    pthread_mutex_lock(&p->pend_lock);   /* snapshot copies' records not journaled yet */
+    p->npend = vp_xl_drop_locs(p->pend, p->npend);
+    pthread_mutex_unlock(&p->pend_lock);
     if (!x->npending) return;
     for (uint64_t g = 0; g < x->nseg; g++)
         if (xl_state_get(x, g) == XS_PENDING) { xl_state_set(x, g, XS_FREE); x->nfree++; }
@@ -363,18 +377,12 @@ int vp_xl_commit(struct vpool *p, bool durable)
     size_t nrec, n = vp_commit_take(p, &ws, &recs, &nrec);
     if (n == SIZE_MAX) return -ENOMEM;
     size_t nrec0 = nrec;   /* location records of this commit go after these */
+    uint64_t epoch0 = x->epoch;   /* a checkpoint during the commit: see the record filter below */
     struct vp_wsect *lent = NULL;
     size_t nlent = n;
     bool committed = false, journaled = false;
     int rc = 0;
-    if (nrec && p->cow_unsynced) {   /* snapshot copies first, then the records that switch to them */
-        if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
-        else {   /* every log write so far: they all run under commit_lock, as this does */
-            p->cow_unsynced = false;
-            atomic_store(&p->unsynced, 0);
-        }
-    }
-    if (!rc && n) {
+    if (n) {
         lent = malloc(n * sizeof *lent);
         if (!lent) rc = -ENOMEM;
         else {
@@ -405,10 +413,14 @@ int vp_xl_commit(struct vpool *p, bool durable)
     atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
     /* a location record whose sector has moved on since (the cleaner, a checkpoint in
      * between) is dropped: the checkpoint holds the newer place, and the old one may be in
-     * use again, by data that could even match */
+     * use again, by data that could even match. A snapshot copy's records stay while no
+     * checkpoint came between: replay needs the copy under a later write of the sector
+     * whose data may not reach the disk (with no location it read as an error) */
     size_t kept = 0, kept0 = 0;
     for (size_t i = 0; i < nrec && !rc; i++) {
-        if (recs[i].type == VP_REC_LOC && vp_xl_loc(p, recs[i].a) != recs[i].b + 1) continue;
+        const struct vp_rec *l = &recs[i];
+        if (l->type == VP_REC_LOC && (vp_loc_src1(l) ? x->epoch != epoch0 : vp_xl_loc(p, l->a) != vp_loc_phys(l) + 1))
+            continue;
         recs[kept++] = recs[i];
         kept0 += i < nrec0;
     }
@@ -432,7 +444,10 @@ int vp_xl_commit(struct vpool *p, bool durable)
 out:
     /* keep the metadata deltas, in order, for the next try; this commit's own location
      * records are not needed: its sectors stay dirty in the cache and are written again */
-    if (rc && nrec0 && !journaled) vp_pend_restore(p, recs, nrec0);
+    if (rc && nrec0 && !journaled) {
+        if (x->epoch != epoch0) nrec0 = vp_xl_drop_locs(recs, nrec0);   /* the checkpoint holds them */
+        vp_pend_restore(p, recs, nrec0);
+    }
     if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
     if (lent) vc_release(p->cache, lent, nlent, committed, p->direct_io);
     else if (rc && n && n != SIZE_MAX) vc_release(p->cache, ws, n, false, false);
