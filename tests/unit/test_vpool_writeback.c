@@ -2,11 +2,13 @@
  * (vm.dirty_background_* / vm.dirty_*, of RAM or the cgroup limit, at most 4 GiB), a set
  * budget is never exceeded, the limits count every pool of the process, dirty data
  * nobody flushes is committed within about 5 s, a FAULTED pool's stuck data neither
- * counts against the others nor is retried every few seconds, and sectors kept over the
- * read cache's size are freed while writes go on once all pools hold too many. */
+ * counts against the others nor is retried every few seconds, sectors kept over the
+ * read cache's size are freed while writes go on once all pools hold too many, and the
+ * memory of freed sectors goes back to the system. */
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
 #include <dirent.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -263,6 +265,51 @@ START_TEST(t_kept_bounded)
 }
 END_TEST
 
+static uint64_t rss_bytes(void)
+{
+    unsigned long long size = 0, res = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) { if (fscanf(f, "%llu %llu", &size, &res) != 2) res = 0; fclose(f); }
+    return res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static nasd_bdev *wr_vol;
+static void *writer_64m(void *seed)
+{
+    write_4k(wr_vol, 0, 64 * MB, (uint64_t)(uintptr_t)seed);
+    return NULL;
+}
+
+/* Sector buffers come from the cache's own mappings (a worker thread's glibc arena
+ * grew by an mprotect per sector): once kept sectors are freed on an idle tick, their
+ * memory goes back to the system, and buffers taken again read and write correctly. */
+START_TEST(t_buffers_returned)
+{
+    struct tdir t;
+    struct vpool *p = pool(&t, "r", 4 * MB, 256 * MB);
+    wr_vol = open_vol(p, "v", 4096);
+    for (int round = 1; round <= 2; round++) {
+        pthread_t th;   /* from a thread, as the daemon's I/O threads write */
+        pthread_create(&th, NULL, writer_64m, (void *)(uintptr_t)round);
+        pthread_join(th, NULL);
+        ck_assert_int_eq(nasd_bdev_flush(wr_vol), 0);
+        check_pattern(wr_vol, 0, 64 * MB, (uint64_t)round);
+        uint64_t before = rss_bytes(), after = before;
+        for (int i = 0; i < 40 && before - after < 48 * MB; i++) {   /* the flusher's idle tick */
+            usleep(100000);
+            after = rss_bytes();
+        }
+        printf("round %d: RSS %llu MiB after the flush, %llu MiB after the idle tick\n", round,
+               (unsigned long long)(before / MB), (unsigned long long)(after / MB));
+        ck_assert_uint_ge(before - after, 48 * MB);
+    }
+    check_pattern(wr_vol, 0, 64 * MB, 2);
+    nasd_bdev_put(wr_vol);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 int main(void)
 {
     nasd_log_level = LOG_WARN;
@@ -275,6 +322,7 @@ int main(void)
     tcase_add_test(tc, t_expire);
     tcase_add_test(tc, t_faulted);
     tcase_add_test(tc, t_kept_bounded);
+    tcase_add_test(tc, t_buffers_returned);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
