@@ -242,11 +242,8 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     else run_all(&raw);
     if (!snaps && rawres) *rawres = raw;
     for (int i = 0; i < NM; i++) { close(tg.fds[i]); unlink(paths[i]); }
-    /* snapshots keep the filled data while the tests rewrite it, and a log-structured pool
-     * writes the copies and the rewrites to new places: members three times as large (at
-     * twice, the log filled within a test and its cleaner, which syncs the members at
-     * every checkpoint, set the pace: 0.04x in some runs) */
-    uint64_t pmsize = snaps ? 3 * msize : msize;
+    /* snapshots keep the filled data while the tests rewrite it: members twice as large */
+    uint64_t pmsize = snaps ? 2 * msize : msize;
 
     /* raidz1 pool over the same files, in place; then log-structured */
     unsigned saved_mask = test_mask;
