@@ -100,7 +100,7 @@ static uint8_t *buf_get(struct vc_shard *s)
         uint8_t **sl = realloc(s->slabs, (s->nslabs + 1) * sizeof *sl);
         if (!sl) return NULL;
         s->slabs = sl;
-        uint8_t *m = mmap(NULL, VC_SLAB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint8_t *m = mmap(NULL, VC_SLAB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) return NULL;
         s->slabs[s->nslabs++] = m;
         for (size_t i = VC_SLAB_BUFS; i-- > 0;) s->fl[s->nfl++] = m + i * VP_SECTOR;   /* lowest first out */
@@ -294,19 +294,14 @@ void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf)
     struct vc_shard *s = vc_shard_of(c, key);
     pthread_mutex_lock(&s->mu);
     struct vc_ent *e;
-    while (!(e = vc_get_or_new(c, s, key))) {   /* out of memory: wait is not an option, retry */
+    for (;;) {   /* out of memory: waiting is not an option, retry (the entry may go meanwhile) */
+        uint8_t *nb = NULL;
+        if ((e = vc_get_or_new(c, s, key)) && !e->busy) break;
+        /* busy: a commit is writing the old content from this buffer, take a new one */
+        if (e && (nb = buf_get(s))) { e->data = nb; e->busy = false; break; }
         pthread_mutex_unlock(&s->mu);
         sched_yield();
         pthread_mutex_lock(&s->mu);
-    }
-    if (e->busy) {   /* a commit is writing the old content from this buffer: take a new one */
-        uint8_t *nb = NULL;
-        while (!(nb = buf_get(s))) {
-            pthread_mutex_unlock(&s->mu);
-            sched_yield();
-            pthread_mutex_lock(&s->mu);
-        }
-        if (e->busy) { e->data = nb; e->busy = false; } else buf_put(s, nb);
     }
     memcpy(e->data, buf, VP_SECTOR);
     if (key < c->nkeys) atomic_store_explicit(&c->present[key], 1, memory_order_release);   /* may have been hidden */

@@ -321,6 +321,11 @@ static inline bool vp_writable(struct vpool *p, int m)
     int s = atomic_load(&p->m[m].state);
     return s == VPOOL_M_ONLINE || s == VPOOL_M_RESILVERING;
 }
+static inline bool vp_all_online(struct vpool *p)
+{
+    for (int m = 0; m < p->n; m++) if (atomic_load(&p->m[m].state) != VPOOL_M_ONLINE) return false;
+    return true;
+}
 static inline uint32_t vp_csum_get(struct vpool *p, uint64_t s) { return __atomic_load_n(&p->csum[s], __ATOMIC_ACQUIRE); }
 static inline bool vp_has_data(uint32_t cs) { return cs != VP_CSUM_ZERO && cs != VP_CSUM_MARK; }
 /* words at any address: callers' buffers (a degraded read rebuilds into the reader's) need
@@ -451,6 +456,7 @@ int  vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec *
 int  vp_xl_make_room(struct vpool *p, size_t n);
 int  vp_xl_commit(struct vpool *p, bool durable);   /* vp_commit_ex of format 3 */
 int  vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r);
+int  vp_journal_records_room(struct vpool *p, const struct vp_rec *recs, size_t nr);   /* checkpoint first if needed */
 void vp_xl_replay_batch(struct vpool *p);   /* a new batch: forget its predecessor's dropped records */
 /* VP_REC_WRITE after the VP_REC_LOC of the same sector in one batch (small durable
  * commits): if that record was dropped, its data is written to the location now */

@@ -266,7 +266,7 @@ static size_t next_batch(const struct vp_rec *recs, size_t k, size_t nr)
  * would undo those (a unit freed since would come back). So room for all of them
  * first or, where they would fill much of the journal, a checkpoint instead (the
  * tables hold every record's change). */
-static int write_records(struct vpool *p, const struct vp_rec *recs, size_t nr)
+static uint64_t records_len(const struct vp_rec *recs, size_t nr)
 {
     uint64_t total = 0;
     for (size_t k = 0; k < nr;) {
@@ -274,6 +274,21 @@ static int write_records(struct vpool *p, const struct vp_rec *recs, size_t nr)
         total += batch_len(c, 0);
         k += c;
     }
+    return total;
+}
+
+/* The checkpoint write_records() would make for these records, made now: afterwards the
+ * same records, or fewer, are written without one (a log pool's commit filters its
+ * records after this, see vp_xl_commit). */
+int vp_journal_records_room(struct vpool *p, const struct vp_rec *recs, size_t nr)
+{
+    uint64_t total = records_len(recs, nr);
+    return total > p->jnl_size / 4 || p->jpos + total > p->jnl_size ? vp_checkpoint(p) : 0;
+}
+
+static int write_records(struct vpool *p, const struct vp_rec *recs, size_t nr)
+{
+    uint64_t total = records_len(recs, nr);
     if (total > p->jnl_size / 4) return vp_checkpoint(p);
     int rc = p->jpos + total > p->jnl_size ? vp_checkpoint(p) : 0;
     for (size_t k = 0; k < nr && !rc;) {

@@ -249,7 +249,7 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
         r = (struct vp_rec){ .type = VP_REC_LIFE, .a = old, .a32 = p->snap_cur };
         vp_pend_add(p, &r);
     }
-    if (!p->xl) p->cow_unsynced = true;
+    p->cow_unsynced = true;   /* on a log pool only while a member is missing, see vp_xl_commit */
     free(xr);
     __atomic_store_n(&v->map[vext], (uint32_t)nau + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&p->alloc_lock);

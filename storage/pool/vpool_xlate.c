@@ -54,6 +54,8 @@ void vp_xl_free(struct vpool *p)
     free(x->state);
     free(x->replayed);
     free(x->dropped);
+    for (size_t i = 0; i < x->ndeferred; i++) free(x->deferred[i].data);
+    free(x->deferred);
     pthread_rwlock_destroy(&x->lock);
     free(x);
     p->xl = NULL;
@@ -116,6 +118,39 @@ static int resync_rows(struct vpool *p)
     return rc;
 }
 
+/* The parity of each group whose missing member replay gave a sector: that sector XOR the
+ * group's other columns as they are now, after every write of the replay (made earlier,
+ * a neighbour's later rewrite from its source left the parity stale: the sector then
+ * read as an error). */
+static int parity_for_missing(struct vpool *p)
+{
+    struct vp_xl *x = p->xl;
+    uint8_t *par = NULL, *t = NULL;
+    int rc = 0;
+    if (x->ndeferred && (posix_memalign((void **)&par, 64, VP_SECTOR) || posix_memalign((void **)&t, 64, VP_SECTOR)))
+        rc = -ENOMEM;
+    for (size_t i = 0; i < x->ndeferred && !rc; i++) {
+        int col;
+        uint64_t phys = x->deferred[i].phys, row = vp_row_of(p, phys, &col), off = vp_moff(p, row, phys % VP_CHUNK_SECT);
+        int m = vp_col_member(p, row, col), pm = vp_parity_member(p, row);
+        memcpy(par, x->deferred[i].data, VP_SECTOR);
+        bool ok = vp_writable(p, pm);
+        for (int c = 0; c < p->ndata && ok; c++) {
+            int cm = vp_col_member(p, row, c);
+            if (cm == m) continue;
+            ok = vp_readable(p, cm) && vp_mread(p, cm, t, VP_SECTOR, off) == 0;
+            if (ok) vp_xor_into(par, t, VP_SECTOR);
+        }
+        if (ok && vp_mwrite(p, pm, par, VP_SECTOR, off)) rc = -EIO;
+    }
+    free(par); free(t);
+    for (size_t i = 0; i < x->ndeferred; i++) free(x->deferred[i].data);
+    free(x->deferred);
+    x->deferred = NULL;
+    x->ndeferred = x->deferred_cap = 0;
+    return rc;
+}
+
 /* Import: every location must point into the data area, at most once, and only for a
  * sector with data; the rest is dropped (it cannot be read correctly anyway). */
 int vp_xl_rebuild(struct vpool *p)
@@ -143,7 +178,8 @@ int vp_xl_rebuild(struct vpool *p)
         x->nfree += !x->live[g];
     }
     x->built = true;
-    int rc = resync_rows(p);
+    int rc = parity_for_missing(p);
+    if (!rc) rc = resync_rows(p);
     free(x->replayed);
     free(x->dropped);
     x->replayed = NULL;
@@ -296,33 +332,23 @@ int vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *da
 }
 
 /* Writes one sector's data at phys during replay: 0 done, 1 not possible (its member
- * and another column missing), < 0 error. The location is this epoch's and nothing else
- * points there. */
+ * and the parity member missing), < 0 error. The location is this epoch's and nothing
+ * else points there. For a missing member the parity is made to give the data back, at
+ * the end of replay (parity_for_missing; the row resync cannot, with a member missing). */
 static int put_data(struct vpool *p, uint64_t phys, const uint8_t *data)
 {
+    struct vp_xl *x = p->xl;
     int col;
     uint64_t row = vp_row_of(p, phys, &col), off = vp_moff(p, row, phys % VP_CHUNK_SECT);
     int m = vp_col_member(p, row, col);
     if (vp_writable(p, m)) return vp_mwrite(p, m, data, VP_SECTOR, off) ? -EIO : 0;
-    /* its member is missing: parity must give the data back, so it is made from the data
-     * and the group's other columns (the row resync cannot, with a member missing) */
-    int pm = vp_parity_member(p, row);
-    uint8_t *par = NULL, *t = NULL;
-    if (posix_memalign((void **)&par, 64, VP_SECTOR) || posix_memalign((void **)&t, 64, VP_SECTOR)) {
-        free(par);
-        return -ENOMEM;
-    }
-    memcpy(par, data, VP_SECTOR);
-    bool ok = vp_writable(p, pm);
-    for (int c = 0; c < p->ndata && ok; c++) {
-        int cm = vp_col_member(p, row, c);
-        if (cm == m) continue;
-        ok = vp_readable(p, cm) && vp_mread(p, cm, t, VP_SECTOR, off) == 0;
-        if (ok) vp_xor_into(par, t, VP_SECTOR);
-    }
-    if (ok) ok = vp_mwrite(p, pm, par, VP_SECTOR, off) == 0;
-    free(par); free(t);
-    return ok ? 0 : 1;
+    if (!vp_writable(p, vp_parity_member(p, row))) return 1;
+    if (remember((void **)&x->deferred, &x->ndeferred, &x->deferred_cap, sizeof *x->deferred)) return -ENOMEM;
+    uint8_t *d = NULL;
+    if (posix_memalign((void **)&d, 64, VP_SECTOR)) return -ENOMEM;
+    memcpy(d, data, VP_SECTOR);
+    x->deferred[x->ndeferred++] = (struct xl_defer){ phys, d };
+    return 0;
 }
 
 static int accept_loc(struct vpool *p, uint64_t s, uint64_t phys, uint32_t cs)

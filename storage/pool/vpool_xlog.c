@@ -382,7 +382,16 @@ int vp_xl_commit(struct vpool *p, bool durable)
     size_t nlent = n;
     bool committed = false, journaled = false;
     int rc = 0;
-    if (n) {
+    /* snapshot copies made or committed with a member missing: their data first (replay
+     * cannot rewrite a copied sector from its source with correct parity then) */
+    if (nrec && p->cow_unsynced && !vp_all_online(p)) {
+        if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
+        else {   /* every log write so far: they all run under commit_lock, as this does */
+            p->cow_unsynced = false;
+            atomic_store(&p->unsynced, 0);
+        }
+    }
+    if (!rc && n) {
         lent = malloc(n * sizeof *lent);
         if (!lent) rc = -ENOMEM;
         else {
@@ -411,6 +420,10 @@ int vp_xl_commit(struct vpool *p, bool durable)
         if (!rc) rc = vp_xl_write(p, ws + i, c, &recs, &nrec);
     }
     atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
+    /* journal room first: a checkpoint while journaling would come after the filter below,
+     * and a copy's record kept there would name a place that checkpoint freed (replay then
+     * wrote the snapshot's data over a later, flushed write) */
+    if (!rc && (small || nrec)) rc = small ? vp_journal_room(p, nrec, n) : vp_journal_records_room(p, recs, nrec);
     /* a location record whose sector has moved on since (the cleaner, a checkpoint in
      * between) is dropped: the checkpoint holds the newer place, and the old one may be in
      * use again, by data that could even match. A snapshot copy's records stay while no
@@ -431,6 +444,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
     } else if (!rc && nrec) rc = vp_journal_records(p, recs, nrec);
     journaled = !rc && (small || nrec);
     if (journaled) p->frees_pending = false;
+    if (journaled && nrec0) p->cow_unsynced = false;   /* the copies' records are out */
     if (rc) goto out;
     committed = true;
     if (durable && atomic_load(&p->unsynced)) {   /* the log data of this and earlier commits */
