@@ -460,9 +460,7 @@ int vpool_member_offline(struct vpool *p, int idx)
     if (!rc) {
         /* the marks start afresh only when every member is in sync: another member away
          * or being resilvered (a 3-way mirror) still needs what was marked for it */
-        bool in_sync = true;
-        for (int i = 0; i < p->n; i++) in_sync &= atomic_load(&p->m[i].state) == VPOOL_M_ONLINE;
-        if (in_sync) {
+        if (vp_all_online(p)) {
             memset(p->changed_au, 0, vp_phys_aus(p));
             p->changed_any = 0;
         }

@@ -28,8 +28,7 @@ bool vp_direct_ok(struct vpool *p, struct vp_vol *v, uint64_t off, size_t len)
     if (p->layout == VPOOL_MIRROR || (v->flags & VPOOL_VOL_LZ4) || p->xl) return false;   /* format 3: the log */
     size_t min = p->layout == VPOOL_RAIDZ1 ? (size_t)VP_CHUNK * p->ndata : VP_DIRECT_MIN;
     if (off % VP_SECTOR || len % VP_SECTOR || len < min) return false;
-    for (int m = 0; m < p->n; m++) if (atomic_load(&p->m[m].state) != VPOOL_M_ONLINE) return false;
-    return true;
+    return vp_all_online(p);
 }
 
 int vp_log_regions(struct vpool *p, const struct vp_wsect *ws, size_t n)

@@ -305,7 +305,7 @@ static int write_records(struct vpool *p, const struct vp_rec *recs, size_t nr)
 static void choose_intents(struct vpool *p, struct vp_wsect *ws, size_t n, bool durable, bool small_direct)
 {
     bool ok = !(durable && n <= VP_SMALL_DURABLE && (!atomic_load(&p->unsynced) || small_direct));
-    for (int m = 0; m < p->n && ok; m++) ok = atomic_load(&p->m[m].state) == VPOOL_M_ONLINE;
+    ok = ok && vp_all_online(p);
     for (size_t i = 0; i < n; i++) {
         ws[i].intent = 0;
         if (!ok || !ws[i].data) continue;

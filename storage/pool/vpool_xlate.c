@@ -280,6 +280,15 @@ static int remember(void **arr, size_t *n, size_t *cap, size_t elem)
 void vp_xl_replay_batch(struct vpool *p) { p->xl->ndropped = 0; }
 
 static int accept_loc(struct vpool *p, uint64_t s, uint64_t phys, uint32_t cs);
+
+/* A location record whose data is not there: kept for a VP_REC_WRITE of the same batch
+ * that carries the data (vp_xl_replay_data) */
+static int drop_loc(struct vp_xl *x, const struct vp_rec *r)
+{
+    if (remember((void **)&x->dropped, &x->ndropped, &x->dropped_cap, sizeof *x->dropped)) return -ENOMEM;
+    x->dropped[x->ndropped++] = *r;
+    return 0;
+}
 static int put_data(struct vpool *p, uint64_t phys, const uint8_t *data);
 
 /* A snapshot copy's sector whose data is not at phys: the source's data is written there
@@ -298,10 +307,7 @@ static int copy_back(struct vpool *p, const struct vp_rec *r, uint64_t phys, uin
     int rc = l && l - 1 < x->nphys && vp_read_phys(p, l - 1, cs, d, src, true) == 0 ? put_data(p, phys, d) : 1;
     free(d);
     if (rc < 0) return rc;
-    if (!rc) return accept_loc(p, r->a, phys, cs);
-    if (remember((void **)&x->dropped, &x->ndropped, &x->dropped_cap, sizeof *x->dropped)) return -ENOMEM;
-    x->dropped[x->ndropped++] = *r;
-    return 0;
+    return rc ? drop_loc(x, r) : accept_loc(p, r->a, phys, cs);
 }
 
 int vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r)
@@ -311,10 +317,7 @@ int vp_xl_replay_loc(struct vpool *p, const struct vp_rec *r)
     if (!x || r->a >= p->n_sect || phys >= x->nphys || !vp_has_data(r->a32) || src1 > p->n_sect) return -EBADMSG;
     if (phys_matches(p, phys, r->a32)) return accept_loc(p, r->a, phys, r->a32);
     if (src1) return copy_back(p, r, phys, src1 - 1);
-    /* its data never made it: the older location stays */
-    if (remember((void **)&x->dropped, &x->ndropped, &x->dropped_cap, sizeof *x->dropped)) return -ENOMEM;
-    x->dropped[x->ndropped++] = *r;   /* unless the batch carries the data too */
-    return 0;
+    return drop_loc(x, r);   /* its data never made it: the older location stays */
 }
 
 int vp_xl_replay_data(struct vpool *p, const struct vp_rec *r, const uint8_t *data)
