@@ -359,6 +359,17 @@ void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
 
 /* ---- member I/O (vpool_label.c) ---- */
 int  vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off);  /* counts errors, may fault member */
+/* XORs the sector at member offset off of every member not in the skip mask into acc (tmp:
+ * a sector of scratch); false if one of them cannot be read */
+static inline bool vp_xor_members(struct vpool *p, uint64_t off, uint32_t skip, uint8_t *acc, uint8_t *tmp)
+{
+    for (int m = 0; m < p->n; m++) {
+        if (skip >> m & 1) continue;
+        if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) return false;
+        vp_xor_into(acc, tmp, VP_SECTOR);
+    }
+    return true;
+}
 int  vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off);
 int  vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off);  /* cnt <= VP_IOV_MAX */
 void vp_member_fault(struct vpool *p, int m, const char *why);

@@ -105,13 +105,7 @@ static bool resolve_sector(struct vpool *p, uint64_t s, const uint32_t *cand, in
     if (p->layout == VPOOL_RAIDZ1 && di < nc - 1) {
         uint8_t rec[VP_SECTOR] __attribute__((aligned(64)));
         memset(rec, 0, VP_SECTOR);
-        bool all = true;
-        for (int m = 0; m < p->n && all; m++) {
-            if (m == dm) continue;
-            if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) { all = false; break; }
-            vp_xor_into(rec, tmp, VP_SECTOR);
-        }
-        int ri = all ? set_index(cand, nc, vp_csum_of(rec)) : -1;
+        int ri = vp_xor_members(p, off, 1u << dm, rec, tmp) ? set_index(cand, nc, vp_csum_of(rec)) : -1;
         if (ri > di && cand[ri] != VP_CSUM_ZERO && vp_writable(p, dm) && vp_mwrite(p, dm, rec, VP_SECTOR, off) == 0) {
             vp_csum_set(p, s, cand[ri]);
             return true;

@@ -79,13 +79,7 @@ static int read_at_locked(struct vpool *p, uint64_t phys, uint32_t cs, uint8_t *
         }
         if (p->layout == VPOOL_RAIDZ1) {
             memset(buf, 0, VP_SECTOR);
-            bool all = true;
-            for (int m = 0; m < p->n && all; m++) {
-                if (m == dm) continue;
-                if (!vp_readable(p, m) || vp_mread(p, m, tmp, VP_SECTOR, off) < 0) all = false;
-                else vp_xor_into(buf, tmp, VP_SECTOR);
-            }
-            if (all && vp_sect_ok(cs, buf)) {
+            if (vp_xor_members(p, off, 1u << dm, buf, tmp) && vp_sect_ok(cs, buf)) {
                 rc = 0;
                 if (dm_bad && vp_mwrite(p, dm, buf, VP_SECTOR, off) == 0) atomic_fetch_add(&p->repaired, 1);
             }

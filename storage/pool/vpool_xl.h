@@ -25,11 +25,11 @@ struct vp_xl {
     uint64_t *replayed;
     size_t nreplayed, replayed_cap;
     struct vp_rec *dropped;       /* replay: this batch's location records whose data was missing */
+    size_t ndropped, dropped_cap;
     /* replay: sectors for a missing member, whose parity is made once every other column
      * has its final content (vp_xl_rebuild) */
     struct xl_defer { uint64_t phys; uint8_t *data; } *deferred;
     size_t ndeferred, deferred_cap;
-    size_t ndropped, dropped_cap;
 };
 
 static inline uint64_t xl_seg_of(const struct vp_xl *x, uint64_t phys) { return phys / x->seg_sect; }

@@ -44,6 +44,14 @@ int vp_xl_alloc(struct vpool *p)
     return x->loc && x->rmap && x->live && x->state ? 0 : -ENOMEM;
 }
 
+static void free_deferred(struct vp_xl *x)
+{
+    for (size_t i = 0; i < x->ndeferred; i++) free(x->deferred[i].data);
+    free(x->deferred);
+    x->deferred = NULL;
+    x->ndeferred = x->deferred_cap = 0;
+}
+
 void vp_xl_free(struct vpool *p)
 {
     struct vp_xl *x = p->xl;
@@ -54,8 +62,7 @@ void vp_xl_free(struct vpool *p)
     free(x->state);
     free(x->replayed);
     free(x->dropped);
-    for (size_t i = 0; i < x->ndeferred; i++) free(x->deferred[i].data);
-    free(x->deferred);
+    free_deferred(x);
     pthread_rwlock_destroy(&x->lock);
     free(x);
     p->xl = NULL;
@@ -134,20 +141,11 @@ static int parity_for_missing(struct vpool *p)
         uint64_t phys = x->deferred[i].phys, row = vp_row_of(p, phys, &col), off = vp_moff(p, row, phys % VP_CHUNK_SECT);
         int m = vp_col_member(p, row, col), pm = vp_parity_member(p, row);
         memcpy(par, x->deferred[i].data, VP_SECTOR);
-        bool ok = vp_writable(p, pm);
-        for (int c = 0; c < p->ndata && ok; c++) {
-            int cm = vp_col_member(p, row, c);
-            if (cm == m) continue;
-            ok = vp_readable(p, cm) && vp_mread(p, cm, t, VP_SECTOR, off) == 0;
-            if (ok) vp_xor_into(par, t, VP_SECTOR);
-        }
+        bool ok = vp_writable(p, pm) && vp_xor_members(p, off, 1u << m | 1u << pm, par, t);
         if (ok && vp_mwrite(p, pm, par, VP_SECTOR, off)) rc = -EIO;
     }
     free(par); free(t);
-    for (size_t i = 0; i < x->ndeferred; i++) free(x->deferred[i].data);
-    free(x->deferred);
-    x->deferred = NULL;
-    x->ndeferred = x->deferred_cap = 0;
+    free_deferred(x);
     return rc;
 }
 
