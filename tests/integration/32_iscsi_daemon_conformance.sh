@@ -3,6 +3,7 @@
 # volume on a log-structured raidz1 pool of the pool engine (checksums, journal, cache,
 # the location table and its log writes in the path). 38_iscsi_immediate.sh runs it on
 # an in-place raidz1 pool.
+# lane: side
 set -u
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/nasd-it-cu.XXXXXX)

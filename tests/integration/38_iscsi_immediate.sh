@@ -4,6 +4,7 @@
 # (4 KiB writes: all of it; 256 KiB: the first burst, then R2T'd Data-Out) reads back
 # intact, and iscsi-test-cu passes but for iSCSIDataSnInvalid, which needs R2T for every
 # write even after a relogin renegotiated ImmediateData. Bad values get 400.
+# lane: side
 set -u
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/nasd-it-imm.XXXXXX)

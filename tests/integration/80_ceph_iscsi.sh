@@ -3,6 +3,7 @@
 # the pool created over REST (the cephx key kept, never shown), an RBD volume exported over
 # iSCSI passing iscsi-test-cu --dataloss and pattern writes, its identity (NAA) stable,
 # self-tests and /metrics on the export, and bad ceph settings refused with clear errors.
+# lane: side
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/ceph/lib.sh"
