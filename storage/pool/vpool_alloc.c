@@ -92,6 +92,7 @@ void vp_free_au(struct vpool *p, uint64_t au)
     vp_au_clear(p, au, true);
     pthread_mutex_lock(&p->alloc_lock);
     vp_au_set(p, au, 0, 0);
+    vp_xcow_freed(p, au);
     p->au_used--;
     if (reserve) p->thick_unalloc++;
     struct vp_rec r = { .type = VP_REC_FREE, .a = au };

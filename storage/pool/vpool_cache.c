@@ -330,9 +330,9 @@ uint64_t vc_dirty_count(struct vp_cache *c) { return atomic_load(&c->ndirty); }
 
 /* The write-back budget is far larger than the read cache: committed sectors stay as
  * clean entries over the cache's size, reused by the next writes without allocating
- * (fresh memory costs a page fault per sector). The flusher gives them back when its pool
- * was idle for a tick, or while all pools' cached sectors pass the soft limit. */
-size_t vc_trim(struct vp_cache *c)
+ * (fresh memory costs a page fault per sector). The flusher frees them when its pool was
+ * idle for a tick, or while all pools' cached sectors pass the soft limit. */
+size_t vc_trim(struct vp_cache *c, bool release)
 {
     size_t freed = 0;
     for (int i = 0; i < VC_SHARDS; i++) {
@@ -342,7 +342,7 @@ size_t vc_trim(struct vp_cache *c)
             vc_remove(c, s, vc_slot(s, s->lru.head.prev->key));
             freed++;
         }
-        buf_release(s);
+        if (release) buf_release(s);
         pthread_mutex_unlock(&s->mu);
     }
     return freed;

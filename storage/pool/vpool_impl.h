@@ -239,6 +239,7 @@ struct vpool {
     uint64_t dirty_since_ns;      /* flusher: when it first saw dirty data after commit no. dirty_since_commit */
     uint64_t dirty_since_commit;
     uint64_t idle_gen;            /* flusher: write_gen at its last tick */
+    unsigned idle_ticks;          /* flusher: ticks in a row that saw no write */
     unsigned flush_fails, flush_skip;   /* flusher: failed timed commits in a row, ticks to wait */
 
     /* background flusher: commits dirty data early so writers rarely wait */
@@ -477,6 +478,13 @@ size_t vp_xl_drop_locs(struct vp_rec *recs, size_t n);   /* removes VP_REC_LOC r
 uint32_t vp_xl_phys_csum(struct vpool *p, uint64_t phys);   /* checksum of what lives at phys, 0 = none */
 bool vp_xl_row_live(struct vpool *p, uint64_t row);
 struct vp_xl_stats { uint64_t nseg, free, pending, cleaned_segs, moved_sect, written_sect, pad_sect; };
+/* whole-unit snapshot copies that wait for their commit (vpool_xcow.c) */
+bool vp_xcow_ok(struct vpool *p);   /* a log pool with every member online */
+int  vp_xcow_add(struct vpool *p, uint64_t nau, uint64_t old, bool own, uint32_t old_death);
+void vp_xcow_freed(struct vpool *p, uint64_t au);
+bool vp_xcow_hide_units(struct vpool *p, uint64_t first, uint64_t cnt, struct vp_au *a);
+bool vp_xcow_hide_sectors(struct vpool *p, uint64_t first, uint64_t cnt, uint32_t *pairs);
+
 void vp_xl_stats(struct vpool *p, struct vp_xl_stats *st);
 /* verified read of one physical sector with repair from parity (vpool_layout.c); takes the
  * row lock. quiet: no repair, error counts or messages, just whether it matches (0) */
@@ -578,7 +586,9 @@ uint64_t vc_dirty_count(struct vp_cache *c);
 uint64_t vc_dirty_all(void);       /* dirty sectors of every pool in this process */
 uint64_t vc_entries_all(void);     /* cached sectors of every pool, dirty or not */
 void vc_count_dirty(struct vp_cache *c, bool on);   /* off: c's dirty sectors leave vc_dirty_all() */
-size_t vc_trim(struct vp_cache *c);   /* frees clean entries over the cache size; returns how many */
+/* frees clean entries over the cache size (their buffers are kept for reuse), returns how
+ * many; release: the pages of every free buffer go back to the system */
+size_t vc_trim(struct vp_cache *c, bool release);
 /* Over a write-back limit (sectors): this pool's dirty data, or every pool's when this
  * one holds a share of it (so one pool's writers do not commit for another's data). */
 #define VP_DIRTY_SHARE 4096

@@ -156,6 +156,8 @@ static void page_build(struct vpool *p, uint64_t idx, uint8_t *pg)
         pthread_mutex_lock(&p->alloc_lock);   /* no half-updated owner entries */
         if (p->fmt >= 2) memcpy(pl, &p->au[first], cnt * sizeof *p->au);
         else for (uint64_t i = 0; i < cnt; i++) memcpy(pl + i * 8, &p->au[first + i], 8);   /* vol_id, vol_ext */
+        /* copies waiting for their commit are not on disk yet: written again after it */
+        if (p->xl && vp_xcow_hide_units(p, first, cnt, (struct vp_au *)pl)) atomic_store(&p->meta_dirty[idx], 1);
         pthread_mutex_unlock(&p->alloc_lock);
     } else {   /* checksums; format 3: (checksum, location) pairs */
         uint64_t per = sect_per_pg(p), first = (idx - csum_pg0(p)) * per;
@@ -168,6 +170,7 @@ static void page_build(struct vpool *p, uint64_t idx, uint8_t *pg)
             else o[i] = vp_csum_get(p, first + i);
         }
         if (pair) vp_xl_unlock(p);
+        if (pair && vp_xcow_hide_sectors(p, first, cnt, o)) atomic_store(&p->meta_dirty[idx], 1);
     }
     h->magic = VP_META_MAGIC;
     h->index = (uint32_t)idx;

@@ -126,6 +126,43 @@ static void set_live_map(struct vpool *p, struct vp_vol *v, uint32_t *m)
 
 /* ---------------- copy-on-write ---------------- */
 
+/* commit_lock held. A write of all of unit vext on a log pool: nothing of the old unit is
+ * needed, so the new unit's data goes to the cache like any write, and the switch waits for
+ * the commit that writes it (vpool_xcow.c), instead of a copy written now and again then. */
+static int cow_whole(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t old, struct vp_au oa,
+                     const uint8_t *data)
+{
+    bool own = oa.vol_id == v->id;
+    int rc = vp_journal_room(p, 2, 0);   /* as below: no checkpoint between taking and publishing */
+    uint64_t nau = 0;
+    pthread_mutex_lock(&p->alloc_lock);
+    if (!rc) rc = vp_alloc_take(p, v, vext, &nau);
+    pthread_mutex_unlock(&p->alloc_lock);
+    if (rc) return rc;
+    pthread_rwlock_rdlock(&p->put_lock);
+    for (unsigned i = 0; i < VP_AU_SECT; i++) vc_put_dirty(p->cache, nau * VP_AU_SECT + i, data + (size_t)i * VP_SECTOR);
+    pthread_rwlock_unlock(&p->put_lock);
+    pthread_mutex_lock(&p->alloc_lock);
+    rc = vp_xcow_add(p, nau, old, own, oa.death);
+    if (rc) {   /* nothing refers to the new unit: give it back */
+        for (unsigned i = 0; i < VP_AU_SECT; i++) vc_drop(p->cache, nau * VP_AU_SECT + i);
+        vp_au_set(p, nau, 0, 0);
+        p->au_used--;
+        pthread_mutex_unlock(&p->alloc_lock);
+        return rc;
+    }
+    struct vp_rec r = { .type = VP_REC_ALLOC, .a32 = v->id, .a = nau, .b = vext | (uint64_t)p->au[nau].birth << 32 };
+    vp_pend_add(p, &r);
+    if (own) {
+        vp_au_set_life(p, old, oa.birth, p->snap_cur);
+        r = (struct vp_rec){ .type = VP_REC_LIFE, .a = old, .a32 = p->snap_cur };
+        vp_pend_add(p, &r);
+    }
+    __atomic_store_n(&v->map[vext], (uint32_t)nau + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&p->alloc_lock);
+    return 0;
+}
+
 /* commit_lock held. Copies the AU behind vext into a new AU of v, replacing volume
  * bytes [off, off+len) by src (src NULL: by unwritten sectors, whole sectors only),
  * and maps the copy at once. The copy goes in place into the new unit (nothing on
@@ -159,6 +196,11 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     /* bounds the records waiting for a commit (258 per copy); and the new unit must be
      * free on disk too (frees_pending) */
     if (p->npend > VP_COW_PEND_MAX || p->frees_pending) { int rc = vp_commit_ex(p, false); if (rc) return rc; }
+    if (src && !lz4 && lo == 0 && hi == VP_AU_BYTES && vp_xcow_ok(p)) {
+        int rc = cow_whole(p, v, vext, old, oa, src + (a0 - off));
+        *used = rc ? 0 : VP_AU_BYTES;
+        return rc;
+    }
     uint8_t *arena = NULL;
     struct vp_wsect *ws = malloc(VP_AU_SECT * sizeof *ws);
     if (posix_memalign((void **)&arena, 64, VP_AU_BYTES) || !ws) { free(arena); free(ws); return -ENOMEM; }

@@ -5,6 +5,9 @@
 
 enum { XS_FREE, XS_OPEN, XS_USED, XS_PENDING };   /* PENDING: empty, free at the next checkpoint */
 
+struct xl_cow { uint32_t nau, old, old_death; bool own; size_t at; };
+struct xl_cows { struct xl_cow *v; size_t n, cap; };   /* sorted by nau */
+
 struct vp_xl {
     uint32_t *loc;                /* n_sect entries: physical sector + 1, 0 = no data */
     uint32_t *rmap;               /* nphys entries: pool sector + 1 living there, 0 = none */
@@ -30,6 +33,9 @@ struct vp_xl {
      * has its final content (vp_xl_rebuild) */
     struct xl_defer { uint64_t phys; uint8_t *data; } *deferred;
     size_t ndeferred, deferred_cap;
+    /* whole-unit snapshot copies whose data is not in the log yet (vpool_xcow.c);
+     * changed under commit_lock and alloc_lock */
+    struct xl_cows cows;
 };
 
 static inline uint64_t xl_seg_of(const struct vp_xl *x, uint64_t phys) { return phys / x->seg_sect; }
@@ -39,3 +45,9 @@ static inline void xl_state_set(struct vp_xl *x, uint64_t seg, uint8_t st) { __a
 /* commit_lock held (or import): s now lives at phys / no longer at phys */
 void xl_enliven(struct vp_xl *x, uint64_t phys, uint64_t s);
 void xl_unlive(struct vp_xl *x, uint64_t phys);
+/* vp_xl_commit, once it wrote the cache's data: the waiting copies' records, and the copies
+ * themselves handed to *taken (their data is in the log now: a checkpoint may show them) */
+int  vp_xcow_records(struct vpool *p, struct vp_rec **recs, size_t *nrec, size_t *nrec0, struct xl_cows *taken);
+bool vp_xcow_in(const struct xl_cows *c, uint64_t s);   /* pool sector s is in one of the units */
+size_t vp_xcow_strip(const struct xl_cows *c, struct vp_rec *recs, size_t n);
+void vp_xcow_put_back(struct vpool *p, struct xl_cows *c);   /* the commit failed before its records were out */

@@ -62,6 +62,7 @@ void vp_xl_free(struct vpool *p)
     free(x->state);
     free(x->replayed);
     free(x->dropped);
+    free(x->cows.v);
     free_deferred(x);
     pthread_rwlock_destroy(&x->lock);
     free(x);

@@ -382,6 +382,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
     size_t nlent = n;
     bool committed = false, journaled = false;
     int rc = 0;
+    struct xl_cows taken = { 0 };   /* whole-unit snapshot copies whose data this commit wrote */
     /* snapshot copies made or committed with a member missing: their data first (replay
      * cannot rewrite a copied sector from its source with correct parity then) */
     if (nrec && p->cow_unsynced && !vp_all_online(p)) {
@@ -409,7 +410,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
      * a few writes) puts its data in the journal batch too: one synchronous write instead
      * of a sync of every member; replay writes the data to its location if needed */
     bool small = durable && n && n <= VP_XL_SMALL && !atomic_load(&p->unsynced) && nrec + 2 * n <= 4096;
-    small = small && vp_pool_state(p) == VPOOL_ONLINE;   /* every member: see replay */
+    small = small && vp_pool_state(p) == VPOOL_ONLINE && !x->cows.n;   /* every member: see replay */
     for (size_t i = 0; i < n && small; i++) small = ws[i].data != NULL;
     uint64_t t0 = vp_now_ns();
     /* in slices of half a segment: the cleaner then always finds room, even when this
@@ -420,6 +421,11 @@ int vp_xl_commit(struct vpool *p, bool durable)
         if (!rc) rc = vp_xl_write(p, ws + i, c, &recs, &nrec);
     }
     atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
+    if (!rc && x->cows.n && !vp_all_online(p)) {   /* waiting copies with a member gone: see vpool_xcow.c */
+        if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
+        else atomic_store(&p->unsynced, 0);
+    }
+    if (!rc) rc = vp_xcow_records(p, &recs, &nrec, &nrec0, &taken);
     /* journal room first: a checkpoint while journaling would come after the filter below,
      * and a copy's record kept there would name a place that checkpoint freed (replay then
      * wrote the snapshot's data over a later, flushed write) */
@@ -432,8 +438,10 @@ int vp_xl_commit(struct vpool *p, bool durable)
     size_t kept = 0, kept0 = 0;
     for (size_t i = 0; i < nrec && !rc; i++) {
         const struct vp_rec *l = &recs[i];
-        if (l->type == VP_REC_LOC && (vp_loc_src1(l) ? x->epoch != epoch0 : vp_xl_loc(p, l->a) != vp_loc_phys(l) + 1))
-            continue;
+        bool moved = l->type == VP_REC_LOC && vp_xl_loc(p, l->a) != vp_loc_phys(l) + 1;
+        /* a whole-unit copy's records were made after any checkpoint of this commit */
+        bool waiting = l->type == VP_REC_LOC && taken.n && vp_xcow_in(&taken, l->a);
+        if (l->type == VP_REC_LOC && (vp_loc_src1(l) && !waiting ? x->epoch != epoch0 : moved)) continue;
         recs[kept++] = recs[i];
         kept0 += i < nrec0;
     }
@@ -460,8 +468,11 @@ out:
      * records are not needed: its sectors stay dirty in the cache and are written again */
     if (rc && nrec0 && !journaled) {
         if (x->epoch != epoch0) nrec0 = vp_xl_drop_locs(recs, nrec0);   /* the checkpoint holds them */
+        nrec0 = vp_xcow_strip(&taken, recs, nrec0);   /* made again by the next try */
         vp_pend_restore(p, recs, nrec0);
     }
+    if (rc && !journaled && taken.n) vp_xcow_put_back(p, &taken);
+    free(taken.v);
     if (rc) log_err("vpool %s: commit failed: %s", p->name, strerror(-rc));
     if (lent) vc_release(p->cache, lent, nlent, committed, p->direct_io);
     else if (rc && n && n != SIZE_MAX) vc_release(p->cache, ws, n, false, false);
