@@ -29,6 +29,17 @@ static struct vpool *mk(struct tdir *t, uint64_t msize, const char *const **path
     return p;
 }
 
+/* members of 64 MiB, volume v of 8 MiB with pattern 1 in its first 6 MiB (flushed), snapshot s0 */
+static struct vpool *snapped(struct tdir *t, const char *const **paths, nasd_bdev **b)
+{
+    struct vpool *p = mk(t, 64 * MB, paths);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 8 * MB, 0), 0);
+    *b = open_vol(p, "v", 4096);
+    write_pattern(*b, 0, 6 * MB, 1, 1);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s0"), 0);
+    return p;
+}
+
 static void commit_nodurable(struct vpool *p)
 {
     pthread_mutex_lock(&p->commit_lock);
@@ -132,11 +143,8 @@ START_TEST(t_degraded_copy_back)
     int miss = _i % 3, before = _i < 3;
     struct tdir t;
     const char *const *paths;
-    struct vpool *p = mk(&t, 64 * MB, &paths);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 8 * MB, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 6 * MB, 1, 1);
-    ck_assert_int_eq(vpool_snap_create(p, "v", "s0"), 0);
+    nasd_bdev *b;
+    struct vpool *p = snapped(&t, &paths, &b);
     nasd_bdev_put(b);
     vpool_close(p);
     p = import_pool(&t, 3, before ? miss : -1);   /* degraded, or all there */
@@ -216,11 +224,8 @@ START_TEST(t_whole_unit_copies)
 {
     struct tdir t;
     const char *const *paths;
-    struct vpool *p = mk(&t, 64 * MB, &paths);
-    ck_assert_int_eq(vpool_vol_create(p, "v", 8 * MB, 0), 0);
-    nasd_bdev *b = open_vol(p, "v", 4096);
-    write_pattern(b, 0, 6 * MB, 1, 1);
-    ck_assert_int_eq(vpool_snap_create(p, "v", "s0"), 0);
+    nasd_bdev *b;
+    struct vpool *p = snapped(&t, &paths, &b);
     struct vp_xl_stats a0, a1;
     vp_xl_stats(p, &a0);
     struct vp_sim *sim = vp_sim_attach(p);
