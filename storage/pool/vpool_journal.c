@@ -244,17 +244,22 @@ static bool copy_rec(const struct vp_rec *r)
     return r->type == VP_REC_CSUM || (r->type == VP_REC_LOC && vp_loc_src1(r));
 }
 
+/* a location or checksum record (format 3 commits write one per sector) */
+static bool sect_rec(const struct vp_rec *r) { return r->type == VP_REC_LOC || r->type == VP_REC_CSUM; }
+
 /* Records in the batch from recs[k] of nr: up to VP_BATCH_RECS, but never ending inside
  * a snapshot copy's records (ALLOC, its CSUMs or locations, the old unit's LIFE: at most
- * 258), since half a copy leaves two units for one extent. Only those and a LIFE right
- * after one or after an ALLOC continue a copy (unmaps and rollbacks add long runs of
- * LIFE of their own). */
+ * 258), since half a copy leaves two units for one extent, nor inside the sector records
+ * of one 64 KiB chunk (an lz4 chunk's only make sense together). Only those and a LIFE
+ * right after one or after an ALLOC continue a copy (unmaps and rollbacks add long runs
+ * of LIFE of their own). */
 static size_t next_batch(const struct vp_rec *recs, size_t k, size_t nr)
 {
     size_t c = nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS;
     while (k + c < nr && c > 1) {
         const struct vp_rec *r = &recs[k + c];
         bool inside = copy_rec(r) || (r->type == VP_REC_LIFE && (copy_rec(&r[-1]) || r[-1].type == VP_REC_ALLOC));
+        inside |= sect_rec(r) && sect_rec(&r[-1]) && r->a / VP_CHUNK_SECT == r[-1].a / VP_CHUNK_SECT;
         if (!inside) break;
         c--;
     }

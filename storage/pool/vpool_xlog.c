@@ -412,6 +412,14 @@ int vp_xl_commit(struct vpool *p, bool durable)
     bool small = durable && n && n <= VP_XL_SMALL && !atomic_load(&p->unsynced) && nrec + 2 * n <= 4096;
     small = small && vp_pool_state(p) == VPOOL_ONLINE && !x->cows.n;   /* every member: see replay */
     for (size_t i = 0; i < n && small; i++) small = ws[i].data != NULL;
+    /* The data before the records where replay could not do without it: an lz4 chunk
+     * stored compressed before or after (its sectors only make sense together: records
+     * replayed for some, dropped for others whose data did not reach the disk, read as a
+     * broken stream), and waiting copies with a member gone (vpool_xcow.c) */
+    bool lz4c = false;
+    for (size_t i = 0; i < n && !lz4c; i++)
+        lz4c = ws[i].sect % VP_CHUNK_SECT == VP_CHUNK_SECT - 1 &&
+               (ws[i].csum == VP_CSUM_MARK || vp_csum_get(p, ws[i].sect) == VP_CSUM_MARK);
     uint64_t t0 = vp_now_ns();
     /* in slices of half a segment: the cleaner then always finds room, even when this
      * commit rewrites most of a full pool */
@@ -421,9 +429,11 @@ int vp_xl_commit(struct vpool *p, bool durable)
         if (!rc) rc = vp_xl_write(p, ws + i, c, &recs, &nrec);
     }
     atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
-    if (!rc && x->cows.n && !vp_all_online(p)) {   /* waiting copies with a member gone: see vpool_xcow.c */
+    if (!rc && (lz4c || (x->cows.n && !vp_all_online(p)))) {
+        t0 = vp_now_ns();
         if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
         else atomic_store(&p->unsynced, 0);
+        atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
     }
     if (!rc) rc = vp_xcow_records(p, &recs, &nrec, &nrec0, &taken);
     /* journal room first: a checkpoint while journaling would come after the filter below,
