@@ -53,7 +53,8 @@ uint64_t vc_epoch(struct vp_cache *c) { return atomic_load(&c->epoch); }
 
 /* dirty sectors and all entries of every pool in the process: the write-back budget is
  * the host's. Signed: vc_count_dirty's switch may race a change by a sector or two. */
-static _Atomic int64_t dirty_all, ent_all;
+/* unrel_all: free buffers whose pages were not given back (resident), every cache */
+static _Atomic int64_t dirty_all, ent_all, unrel_all;
 
 static void dirty_add(struct vp_cache *c, struct vc_shard *s, int64_t d)
 {
@@ -71,6 +72,7 @@ void vc_count_dirty(struct vp_cache *c, bool on)
 
 uint64_t vc_dirty_all(void) { int64_t v = atomic_load(&dirty_all); return v > 0 ? (uint64_t)v : 0; }
 uint64_t vc_entries_all(void) { int64_t v = atomic_load(&ent_all); return v > 0 ? (uint64_t)v : 0; }
+uint64_t vc_unreleased_all(void) { int64_t v = atomic_load(&unrel_all); return v > 0 ? (uint64_t)v : 0; }
 
 
 static inline uint64_t vc_hash(uint64_t k) { k *= 0x9E3779B97F4A7C15ull; return k ^ (k >> 29); }
@@ -104,13 +106,15 @@ static uint8_t *buf_get(struct vc_shard *s)
         if (m == MAP_FAILED) return NULL;
         s->slabs[s->nslabs++] = m;
         for (size_t i = VC_SLAB_BUFS; i-- > 0;) s->fl[s->nfl++] = m + i * VP_SECTOR;   /* lowest first out */
+        s->nrel = s->nfl;   /* never touched: not resident */
     }
     s->nfl--;
     if (s->nrel > s->nfl) s->nrel = s->nfl;
+    else atomic_fetch_sub(&unrel_all, 1);
     return s->fl[s->nfl];
 }
 
-static void buf_put(struct vc_shard *s, uint8_t *b) { s->fl[s->nfl++] = b; }
+static void buf_put(struct vc_shard *s, uint8_t *b) { s->fl[s->nfl++] = b; atomic_fetch_add(&unrel_all, 1); }
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -128,6 +132,7 @@ static void buf_release(struct vc_shard *s)
         for (j = i + 1; j < s->nfl && s->fl[j] == s->fl[j - 1] + VP_SECTOR; j++) {}
         madvise(s->fl[i], (j - i) * VP_SECTOR, MADV_DONTNEED);
     }
+    atomic_fetch_sub(&unrel_all, (int64_t)(s->nfl - s->nrel));
     s->nrel = s->nfl;
 }
 
@@ -175,6 +180,7 @@ void vc_free(struct vp_cache *c)
             for (struct vc_ent *e = s->ht[b], *nx; e; e = nx) { nx = e->hnext; free(e); }
         free(s->ht);
         for (size_t k = 0; k < s->nslabs; k++) munmap(s->slabs[k], VC_SLAB);
+        atomic_fetch_sub(&unrel_all, (int64_t)(s->nfl - s->nrel));
         free(s->slabs);
         free(s->fl);
         pthread_mutex_destroy(&s->mu);

@@ -391,6 +391,7 @@ void vp_sim_kill(struct vp_sim *s);      /* from now on member writes and syncs 
 void vp_sim_kill_after(struct vp_sim *s, long writes);   /* dies at the (writes+1)th member write */
 bool vp_sim_died(struct vp_sim *s);
 void vp_sim_kill_member(struct vp_sim *s, int m);   /* one member fails all I/O with EIO */
+void vp_sim_kill_member_after(struct vp_sim *s, int m, long writes);   /* ... from its (writes+1)th write on */
 int  vp_sim_before_read(struct vpool *p, int m);
 int  vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len);
 int  vp_sim_synced(struct vpool *p, int m, uint64_t off, uint64_t len);
@@ -585,6 +586,7 @@ void vc_drop(struct vp_cache *c, uint64_t key);
 uint64_t vc_dirty_count(struct vp_cache *c);
 uint64_t vc_dirty_all(void);       /* dirty sectors of every pool in this process */
 uint64_t vc_entries_all(void);     /* cached sectors of every pool, dirty or not */
+uint64_t vc_unreleased_all(void);  /* free sector buffers of every pool still in memory */
 void vc_count_dirty(struct vp_cache *c, bool on);   /* off: c's dirty sectors leave vc_dirty_all() */
 /* frees clean entries over the cache size (their buffers are kept for reuse), returns how
  * many; release: the pages of every free buffer go back to the system */

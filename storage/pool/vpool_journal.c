@@ -249,16 +249,19 @@ static bool sect_rec(const struct vp_rec *r) { return r->type == VP_REC_LOC || r
 
 /* Records in the batch from recs[k] of nr: up to VP_BATCH_RECS, but never ending inside
  * a snapshot copy's records (ALLOC, its CSUMs or locations, the old unit's LIFE: at most
- * 258), since half a copy leaves two units for one extent, nor inside the sector records
- * of one 64 KiB chunk (an lz4 chunk's only make sense together). Only those and a LIFE
- * right after one or after an ALLOC continue a copy (unmaps and rollbacks add long runs
- * of LIFE of their own). */
+ * 258; a whole-unit copy's start with a ZERO of the unit), since half a copy leaves two
+ * units for one extent, nor inside the sector records of one 64 KiB chunk (an lz4 chunk's
+ * only make sense together). Only those, a ZERO right after an ALLOC, and a LIFE right
+ * after a copy's record or an ALLOC (and its ZERO) continue a copy (unmaps and rollbacks
+ * add long runs of LIFE of their own). */
 static size_t next_batch(const struct vp_rec *recs, size_t k, size_t nr)
 {
     size_t c = nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS;
     while (k + c < nr && c > 1) {
         const struct vp_rec *r = &recs[k + c];
-        bool inside = copy_rec(r) || (r->type == VP_REC_LIFE && (copy_rec(&r[-1]) || r[-1].type == VP_REC_ALLOC));
+        bool after_alloc = r[-1].type == VP_REC_ALLOC || (r[-1].type == VP_REC_ZERO && r[-2].type == VP_REC_ALLOC);
+        bool inside = copy_rec(r) || (r->type == VP_REC_LIFE && (copy_rec(&r[-1]) || after_alloc)) ||
+                      (r->type == VP_REC_ZERO && r[-1].type == VP_REC_ALLOC);
         inside |= sect_rec(r) && sect_rec(&r[-1]) && r->a / VP_CHUNK_SECT == r[-1].a / VP_CHUNK_SECT;
         if (!inside) break;
         c--;
@@ -551,17 +554,18 @@ static void *flusher_main(void *arg)
                 p->idle_ticks = g == p->idle_gen ? p->idle_ticks + 1 : 0;
                 p->idle_gen = g;
                 /* sectors kept over the read cache's size for reuse: freed when the pool was
-                 * idle for a tick, or when all pools' cached sectors pass the soft limit. The
-                 * buffers' memory goes back to the system only after VP_RELEASE_IDLE_S idle
-                 * ticks (or at that limit): fresh memory costs a page fault per 4 KiB, 10 us on
-                 * the development VM, so a write of new sectors after a short pause (a snapshot
-                 * rewrite after the fill's flush) ran at 400 MB/s */
-                bool pressure = vc_entries_all() > p->dirty_soft;
+                 * idle for a tick, or when all pools' cached sectors (and free buffers still in
+                 * memory) pass the soft limit. The buffers' memory goes back to the system only
+                 * after VP_RELEASE_IDLE_S idle ticks (or at that limit): fresh memory costs a
+                 * page fault per 4 KiB, 10 us on the development VM, so a write of new sectors
+                 * after a short pause (a snapshot rewrite after the fill's flush) ran at 400 MB/s */
+                bool pressure = vc_entries_all() + vc_unreleased_all() > p->dirty_soft;
                 if (p->idle_ticks || pressure) {
                     bool release = p->idle_ticks >= VP_RELEASE_IDLE_S || pressure;
                     pthread_mutex_unlock(&p->flush_mu);
-                    vc_trim(p->cache, release);
-                    if (release) malloc_trim(0);   /* glibc keeps freed pages otherwise (entries) */
+                    size_t freed = vc_trim(p->cache, release);
+                    /* glibc keeps the freed entries' pages otherwise; it walks every arena */
+                    if (release && (freed > 4096 || p->idle_ticks == VP_RELEASE_IDLE_S)) malloc_trim(0);
                     pthread_mutex_lock(&p->flush_mu);
                 }
                 continue;

@@ -17,6 +17,8 @@ struct vp_sim {
     _Atomic int dead;
     _Atomic uint32_t dead_members;
     _Atomic long budget;          /* member writes left before the machine dies; < 0: no limit */
+    _Atomic int mtarget;          /* vp_sim_kill_member_after: this member, -1 = none ... */
+    _Atomic long mbudget;         /* ... dies at its (mbudget+1)th write */
     struct sim_member m[VP_MAXM];
 };
 
@@ -26,6 +28,7 @@ struct vp_sim *vp_sim_attach(struct vpool *p)
     if (!s) return NULL;
     for (int i = 0; i < VP_MAXM; i++) pthread_mutex_init(&s->m[i].mu, NULL);
     atomic_init(&s->budget, -1);
+    atomic_init(&s->mtarget, -1);
     p->sim = s;
     return s;
 }
@@ -37,6 +40,11 @@ bool vp_sim_died(struct vp_sim *s) { return atomic_load(&s->dead); }
 
 /* One disk dies: every read, write and sync of member m fails with EIO. */
 void vp_sim_kill_member(struct vp_sim *s, int m) { atomic_fetch_or(&s->dead_members, 1u << m); }
+void vp_sim_kill_member_after(struct vp_sim *s, int m, long writes)
+{
+    atomic_store(&s->mbudget, writes);
+    atomic_store(&s->mtarget, m);
+}
 
 int vp_sim_before_read(struct vpool *p, int m)
 {
@@ -55,6 +63,10 @@ int vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len)
     struct vp_sim *s = p->sim;
     if (!s) return 0;
     if (atomic_load(&s->dead) || (atomic_load(&s->dead_members) & (1u << m))) return -EIO;
+    if (atomic_load(&s->mtarget) == m && atomic_fetch_sub(&s->mbudget, 1) <= 0) {
+        vp_sim_kill_member(s, m);
+        return -EIO;
+    }
     if (atomic_load(&s->budget) >= 0 && atomic_fetch_sub(&s->budget, 1) <= 0) {
         atomic_store(&s->dead, 1);
         return -EIO;

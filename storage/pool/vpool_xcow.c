@@ -89,17 +89,21 @@ bool vp_xcow_hide_sectors(struct vpool *p, uint64_t first, uint64_t cnt, uint32_
 }
 
 /* Their location records (from vp_xl_write, *nrec0 on) are taken out, and each unit's
- * records, made from its sectors' locations now (a cleaner may have moved some), go right
- * after its ALLOC, before the old unit's LIFE: one batch, as a copy's (journal next_batch).
+ * records go right after its ALLOC, before the old unit's LIFE (one batch, as a copy's:
+ * journal next_batch): a ZERO of the whole unit, then a location record per sector with
+ * data now (a cleaner may have moved some). Those describe all of the unit, so a ZERO of
+ * its sectors queued after the ALLOC is left out: replayed after them it would drop a
+ * later write's location (a partial unmap after a failed commit had published the unit).
  * *nrec0 then counts them too. */
 int vp_xcow_records(struct vpool *p, struct vp_rec **recs, size_t *nrec, size_t *nrec0, struct xl_cows *taken)
 {
     struct xl_cows *c = &p->xl->cows;
     *taken = (struct xl_cows){ 0 };
     if (!c->n) return 0;
-    struct vp_rec *out = malloc((*nrec + c->n * (size_t)VP_AU_SECT) * sizeof *out);
+    struct vp_rec *out = malloc((*nrec + c->n * (size_t)(VP_AU_SECT + 1)) * sizeof *out);
     if (!out) return -ENOMEM;
     size_t n = 0, n0 = 0;
+    for (size_t i = 0; i < c->n; i++) c->v[i].at = SIZE_MAX;
     for (size_t i = 0; i < *nrec0; i++) {   /* a unit freed and taken again: its last ALLOC */
         struct xl_cow *e = (*recs)[i].type == VP_REC_ALLOC ? find(c, (*recs)[i].a) : NULL;
         if (e) e->at = i;
@@ -108,9 +112,12 @@ int vp_xcow_records(struct vpool *p, struct vp_rec **recs, size_t *nrec, size_t 
         const struct vp_rec *r = &(*recs)[i];
         if (i == *nrec0) n0 = n;
         if (i >= *nrec0 && r->type == VP_REC_LOC && find(c, r->a / VP_AU_SECT)) continue;
+        const struct xl_cow *z = i < *nrec0 && r->type == VP_REC_ZERO ? find(c, r->a / VP_AU_SECT) : NULL;
+        if (z && z->at != SIZE_MAX && z->at < i) continue;
         out[n++] = *r;
         const struct xl_cow *e = r->type == VP_REC_ALLOC && i < *nrec0 ? find(c, r->a) : NULL;
         if (e && e->at != i) e = NULL;
+        if (e) out[n++] = (struct vp_rec){ .type = VP_REC_ZERO, .a = (uint64_t)e->nau * VP_AU_SECT, .b = VP_AU_SECT };
         for (unsigned k = 0; e && k < VP_AU_SECT; k++) {
             uint64_t s = (uint64_t)e->nau * VP_AU_SECT + k;
             uint32_t cs = vp_csum_get(p, s), l = vp_xl_loc(p, s);

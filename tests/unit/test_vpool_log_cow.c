@@ -284,6 +284,60 @@ START_TEST(t_whole_unit_copies)
 }
 END_TEST
 
+/* A commit fails after it wrote a waiting whole unit (a member dies in its second slice),
+ * a checkpoint follows without a commit (a volume grown), then 4 KiB of that unit are
+ * unmapped, written again and flushed. That flush's records held a ZERO of the sector
+ * after the unit's location records: replayed last, it lost the flushed write (zeros).
+ * (Found by a review of 585694b.) */
+START_TEST(t_unmap_after_failed_commit)
+{
+    struct tdir t;
+    const char *const *paths;
+    nasd_bdev *b;
+    struct vpool *p = snapped(&t, &paths, &b);
+    ck_assert_uint_eq(p->xl->seg_sect / 2, VP_AU_SECT);   /* a commit slice is one unit here */
+    struct vp_sim *sim = vp_sim_attach(p);
+    write_units(b, 0, 1, 2);                    /* unit 0 waits */
+    write_pattern(b, 7 * MB, 4096, 4, 0);       /* a new unit after it: the commit's second slice */
+    ck_assert_uint_eq(p->xl->cows.n, 1);
+    uint64_t nau = p->xl->cows.v[0].nau;
+    vp_sim_kill_member_after(sim, 0, 1);
+    pthread_mutex_lock(&p->commit_lock);
+    int rc = vp_commit_ex(p, false);
+    pthread_mutex_unlock(&p->commit_lock);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_int_eq(vp_pool_state(p), VPOOL_DEGRADED);
+    ck_assert_uint_eq(p->xl->cows.n, 1);
+    ck_assert_uint_ne(vp_csum_get(p, nau * VP_AU_SECT + 2), 0);   /* the unit was written and published */
+    ck_assert_int_eq(vpool_vol_resize(p, "v", 9 * MB), 0);        /* a checkpoint, no commit */
+    ck_assert_uint_eq(p->xl->cows.n, 1);
+    ck_assert_int_eq(nasd_bdev_unmap(b, 8192, 4096), 0);
+    uint8_t blk[4096], got[4096];
+    fill_block(blk, 8192, 3);
+    ck_assert_int_eq(nasd_bdev_write(b, blk, 8192, 4096, 0), 0);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    ck_assert_uint_eq(p->xl->cows.n, 0);
+    vp_sim_kill(sim);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    uint64_t undone;
+    vp_sim_rollback(sim, paths, 3, VP_SIM_UNDO_ALL, &undone);
+    p = import_pool(&t, 3, 0);   /* the dead member stays out */
+    b = open_vol(p, "v", 4096);
+    ck_assert_int_eq(nasd_bdev_read(b, got, 8192, 4096), 0);
+    ck_assert_msg(!memcmp(got, blk, 4096), "the flushed write read back as %s", is_zero(got, 4096) ? "zeros" : "other data");
+    for (uint64_t o = 0; o < MB; o += 4096) {
+        if (o == 8192) continue;
+        fill_block(blk, o, 2);
+        ck_assert_int_eq(nasd_bdev_read(b, got, o, 4096), 0);
+        ck_assert_msg(!memcmp(got, blk, 4096), "unit 0 at %llu: not the flushed data", (unsigned long long)o);
+    }
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 /* 64 KiB chunks whose first rnd bytes are random (seed), the rest zeros: lz4 stores such a
  * chunk in about rnd / 4 KiB sectors (none when all zeros, raw when rnd is near 64 KiB) */
 static void chunk_fill(uint8_t *c, size_t rnd, uint64_t seed)
@@ -357,6 +411,7 @@ int main(void)
     tcase_add_test(tc, t_ckpt_inside_journal_write);
     tcase_add_loop_test(tc, t_degraded_copy_back, 0, 6);
     tcase_add_loop_test(tc, t_whole_unit_copies, 0, 4);
+    tcase_add_test(tc, t_unmap_after_failed_commit);
     tcase_add_loop_test(tc, t_lz4_rewrite_crash, 0, 4);
     suite_add_tcase(s, tc);
     return run_suite(s);
