@@ -554,14 +554,16 @@ static void *flusher_main(void *arg)
                 p->idle_ticks = g == p->idle_gen ? p->idle_ticks + 1 : 0;
                 p->idle_gen = g;
                 /* sectors kept over the read cache's size for reuse: freed when the pool was
-                 * idle for a tick, or when all pools' cached sectors (and free buffers still in
-                 * memory) pass the soft limit. The buffers' memory goes back to the system only
-                 * after VP_RELEASE_IDLE_S idle ticks (or at that limit): fresh memory costs a
-                 * page fault per 4 KiB, 10 us on the development VM, so a write of new sectors
-                 * after a short pause (a snapshot rewrite after the fill's flush) ran at 400 MB/s */
-                bool pressure = vc_entries_all() + vc_unreleased_all() > p->dirty_soft;
-                if (p->idle_ticks || pressure) {
-                    bool release = p->idle_ticks >= VP_RELEASE_IDLE_S || pressure;
+                 * idle for a tick, or when all pools' cached sectors pass the soft limit. The
+                 * buffers' memory goes back to the system after VP_RELEASE_IDLE_S idle ticks, or
+                 * when with all pools' cached sectors it passes the hard limit (a pool written
+                 * every few seconds): fresh memory costs a page fault per 4 KiB, 10 us on the
+                 * development VM, so a write of new sectors after a short pause (a snapshot
+                 * rewrite after the fill's flush) ran at 400 MB/s */
+                bool pressure = vc_entries_all() > p->dirty_soft;
+                bool over = vc_entries_all() + vc_unreleased_all() > p->dirty_max;
+                if (p->idle_ticks || pressure || over) {
+                    bool release = p->idle_ticks >= VP_RELEASE_IDLE_S || over;
                     pthread_mutex_unlock(&p->flush_mu);
                     size_t freed = vc_trim(p->cache, release);
                     /* glibc keeps the freed entries' pages otherwise; it walks every arena */
