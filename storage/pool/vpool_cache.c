@@ -51,9 +51,9 @@ struct vp_cache {
 
 uint64_t vc_epoch(struct vp_cache *c) { return atomic_load(&c->epoch); }
 
-/* dirty sectors and all entries of every pool in the process: the write-back budget is
- * the host's. Signed: vc_count_dirty's switch may race a change by a sector or two. */
-/* unrel_all: free buffers whose pages were not given back (resident), every cache */
+/* dirty sectors, all entries and the free buffers whose pages were not given back
+ * (unrel_all) of every pool in the process: the write-back budget is the host's.
+ * Signed: vc_count_dirty's switch may race a change by a sector or two. */
 static _Atomic int64_t dirty_all, ent_all, unrel_all;
 
 static void dirty_add(struct vp_cache *c, struct vc_shard *s, int64_t d)

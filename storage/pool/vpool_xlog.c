@@ -429,7 +429,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
         if (!rc) rc = vp_xl_write(p, ws + i, c, &recs, &nrec);
     }
     atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
-    if (!rc && (lz4c || (x->cows.n && !vp_all_online(p)))) {
+    if (!rc && ((lz4c && !small) || (x->cows.n && !vp_all_online(p)))) {   /* small: data in the batch */
         t0 = vp_now_ns();
         if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
         else atomic_store(&p->unsynced, 0);
