@@ -266,6 +266,11 @@ static size_t next_batch(const struct vp_rec *recs, size_t k, size_t nr)
         if (!inside) break;
         c--;
     }
+    if (c == 1 && nr - k > 1) {   /* no end outside a copy: a run of checksum records (lz4 chunks of zeros) */
+        c = nr - k < VP_BATCH_RECS ? nr - k : VP_BATCH_RECS;
+        while (k + c < nr && c > 1 && sect_rec(&recs[k + c]) && sect_rec(&recs[k + c - 1]) &&
+               recs[k + c].a / VP_CHUNK_SECT == recs[k + c - 1].a / VP_CHUNK_SECT) c--;
+    }
     return c;
 }
 

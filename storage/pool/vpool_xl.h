@@ -19,6 +19,9 @@ struct vp_xl {
     unsigned open_row, open_w;    /* next parity group of the open segment */
     bool built;                   /* reverse map and counts valid (after vp_xl_rebuild) */
     uint64_t epoch;               /* checkpoints completed (commit_lock) */
+    /* a commit published sectors (locations, checksums) its records do not hold yet: if it
+     * fails, the next one syncs before its records as for an lz4 chunk (commit_lock) */
+    bool ahead;
     /* held exclusive while locations are published, shared by a read that has to
      * repair and by scrub: they see each sector's location and checksum together */
     pthread_rwlock_t lock;

@@ -338,6 +338,7 @@ void vp_xl_checkpointed(struct vpool *p)
 {
     struct vp_xl *x = p->xl;
     x->epoch++;
+    x->ahead = false;
     pthread_mutex_lock(&p->pend_lock);   /* snapshot copies' records not journaled yet */
     p->npend = vp_xl_drop_locs(p->pend, p->npend);
     pthread_mutex_unlock(&p->pend_lock);
@@ -416,7 +417,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
      * stored compressed before or after (its sectors only make sense together: records
      * replayed for some, dropped for others whose data did not reach the disk, read as a
      * broken stream), and waiting copies with a member gone (vpool_xcow.c) */
-    bool lz4c = false;
+    bool lz4c = x->ahead;   /* after a failed commit the tables in memory may not be on disk */
     for (size_t i = 0; i < n && !lz4c; i++)
         lz4c = ws[i].sect % VP_CHUNK_SECT == VP_CHUNK_SECT - 1 &&
                (ws[i].csum == VP_CSUM_MARK || vp_csum_get(p, ws[i].sect) == VP_CSUM_MARK);
@@ -425,14 +426,18 @@ int vp_xl_commit(struct vpool *p, bool durable)
      * commit rewrites most of a full pool */
     for (size_t i = 0, c; i < n && !rc; i += c) {
         c = n - i < x->seg_sect / 2 ? n - i : x->seg_sect / 2;
+        /* never inside one 64 KiB chunk: between slices (readers, a failure, a checkpoint
+         * of the cleaner) an lz4 chunk would be half in its new form */
+        while (i + c < n && c > 1 && ws[i + c].sect / VP_CHUNK_SECT == ws[i + c - 1].sect / VP_CHUNK_SECT) c--;
         rc = vp_xl_make_room(p, c);
         if (!rc) rc = vp_xl_write(p, ws + i, c, &recs, &nrec);
+        if (!rc) x->ahead = true;   /* published, not journaled yet */
     }
     atomic_fetch_add(&p->prof.apply_ns, vp_now_ns() - t0);
     if (!rc && ((lz4c && !small) || (x->cows.n && !vp_all_online(p)))) {   /* small: data in the batch */
         t0 = vp_now_ns();
         if (vp_sync_members(p) < 0 || vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
-        else atomic_store(&p->unsynced, 0);
+        else { atomic_store(&p->unsynced, 0); x->ahead = false; }
         atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
     }
     if (!rc) rc = vp_xcow_records(p, &recs, &nrec, &nrec0, &taken);
@@ -461,6 +466,7 @@ int vp_xl_commit(struct vpool *p, bool durable)
         if (!rc) atomic_store(&p->unsynced, 0);   /* all this commit wrote is in the journal */
     } else if (!rc && nrec) rc = vp_journal_records(p, recs, nrec);
     journaled = !rc && (small || nrec);
+    if (!rc) x->ahead = false;
     if (journaled) p->frees_pending = false;
     if (journaled && nrec0) p->cow_unsynced = false;   /* the copies' records are out */
     if (rc) goto out;

@@ -15,6 +15,8 @@
 
 #define MB (1ull << 20)
 
+static uint64_t mk_dirty = 64 * MB;   /* write-back budget of the next mk() */
+
 static struct vpool *mk(struct tdir *t, uint64_t msize, const char *const **paths)
 {
     static const char *pp[3];
@@ -23,7 +25,7 @@ static struct vpool *mk(struct tdir *t, uint64_t msize, const char *const **path
     for (int i = 0; i < 3; i++) { ms[i] = (struct vpool_member_spec){ t->member[i], msize }; pp[i] = t->member[i]; }
     struct vpool *p;
     char err[256];
-    struct vpool_opts o = { .cache_bytes = 64 * MB, .dirty_bytes = 64 * MB, .log = 1 };
+    struct vpool_opts o = { .cache_bytes = 64 * MB, .dirty_bytes = mk_dirty, .log = 1 };
     ck_assert_msg(vpool_create("sr", VPOOL_RAIDZ1, ms, 3, &o, &p, err, sizeof err) == 0, "%s", err);
     *paths = pp;
     return p;
@@ -40,12 +42,15 @@ static struct vpool *snapped(struct tdir *t, const char *const **paths, nasd_bde
     return p;
 }
 
-static void commit_nodurable(struct vpool *p)
+static int commit_nodurable_rc(struct vpool *p)
 {
     pthread_mutex_lock(&p->commit_lock);
-    ck_assert_int_eq(vp_commit_ex(p, false), 0);
+    int rc = vp_commit_ex(p, false);
     pthread_mutex_unlock(&p->commit_lock);
+    return rc;
 }
+
+static void commit_nodurable(struct vpool *p) { ck_assert_int_eq(commit_nodurable_rc(p), 0); }
 
 /* A checkpoint made while a commit journals its records (the journal full) came after the
  * commit's record filter, so a snapshot copy's location records whose sectors had moved
@@ -347,6 +352,79 @@ static void chunk_fill(uint8_t *c, size_t rnd, uint64_t seed)
     for (size_t i = 0; i < rnd; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; c[i] = (uint8_t)x; }
 }
 
+/* A commit writes its sectors in slices (of half a segment); a member dies in the second.
+ * A slice that ended inside an lz4 chunk left it half in its new form in memory: a read of
+ * an unchanged sector of it failed, and so did every later commit (merging the partly
+ * written chunk reads it). (Found by a review of e8d1c25.) */
+START_TEST(t_lz4_failed_slice)
+{
+    struct tdir t;
+    const char *const *paths;
+    struct vpool *p = mk(&t, 256 * MB, &paths);
+    ck_assert_int_eq(vpool_vol_create(p, "a", 1 * MB, 0), 0);
+    ck_assert_int_eq(vpool_vol_create(p, "z", 1 * MB, VPOOL_VOL_LZ4), 0);
+    nasd_bdev *ba = open_vol(p, "a", 4096), *bz = open_vol(p, "z", 4096);
+    write_pattern(ba, 0, 32768, 1, 1);
+    uint8_t *c = malloc(1 * MB);
+    for (int i = 0; i < 16; i++) chunk_fill(c + i * 65536, 8192, (uint64_t)i + 1);
+    ck_assert_int_eq(nasd_bdev_write(bz, c, 0, 1 * MB, 0), 0);
+    ck_assert_int_eq(nasd_bdev_flush(bz), 0);
+    write_pattern(ba, 0, 32768, 2, 0);   /* 8 sectors before z's: 16 x 16 + 8 > one slice of 256 */
+    uint8_t s[8 * 4096];
+    for (int i = 0; i < 16; i++) {
+        for (int k = 0; k < 8; k++) fill_block(s + k * 4096, (uint64_t)k, 100 + (uint64_t)i);
+        ck_assert_int_eq(nasd_bdev_write(bz, s, (uint64_t)i * 65536, i == 15 ? sizeof s : 4096, 0), 0);
+    }
+    struct vp_sim *sim = vp_sim_attach(p);
+    vp_sim_kill_member_after(sim, 0, 1);
+    ck_assert_int_ne(commit_nodurable_rc(p), 0);
+    ck_assert_int_eq(vp_pool_state(p), VPOOL_DEGRADED);
+    uint8_t buf[4096], zero[4096] = {0};
+    int rrc = nasd_bdev_read(bz, buf, 15 * 65536 + 10 * 4096, 4096);
+    ck_assert_msg(rrc == 0 && !memcmp(buf, zero, 4096), "an unchanged sector of a chunk the failed commit cut: %d", rrc);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(commit_nodurable_rc(p), 0);
+    ck_assert_uint_eq(vc_dirty_count(p->cache), 0);
+    nasd_bdev_put(ba); nasd_bdev_put(bz);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(c);
+}
+END_TEST
+
+/* 96 MiB of lz4 chunks become all zeros in one commit: 24,576 checksum records and no
+ * data. They were taken for one long snapshot copy, which no batch may end inside, so the
+ * commit wrote one journal batch per record (a synchronous write each), or with this many
+ * a checkpoint instead. (Found by a review of e8d1c25.) */
+START_TEST(t_lz4_zero_run)
+{
+    struct tdir t;
+    const char *const *paths;
+    mk_dirty = 512 * MB;   /* all the zeros in one commit */
+    struct vpool *p = mk(&t, 64 * MB, &paths);
+    mk_dirty = 64 * MB;
+    ck_assert_int_eq(vpool_vol_create(p, "z", 96 * MB, VPOOL_VOL_LZ4 | VPOOL_VOL_THIN), 0);
+    nasd_bdev *bz = open_vol(p, "z", 4096);
+    uint8_t *c = malloc(MB), *zero = calloc(1, MB);
+    for (int i = 0; i < 16; i++) chunk_fill(c + i * 65536, 8192, (uint64_t)i + 1);
+    for (uint64_t o = 0; o < 96 * MB; o += MB) ck_assert_int_eq(nasd_bdev_write(bz, c, o, MB, 0), 0);
+    ck_assert_int_eq(nasd_bdev_flush(bz), 0);
+    for (uint64_t o = 0; o < 96 * MB; o += MB) ck_assert_int_eq(nasd_bdev_write(bz, zero, o, MB, 0), 0);
+    uint64_t seq0 = p->seq, e0 = p->xl->epoch;
+    commit_nodurable(p);
+    printf("zero run: %llu journal batches, %llu checkpoints\n", (unsigned long long)(p->seq - seq0),
+           (unsigned long long)(p->xl->epoch - e0));
+    /* (one batch per record made the records too long for the journal: a checkpoint instead) */
+    ck_assert_uint_eq(p->xl->epoch, e0);
+    ck_assert(p->seq - seq0 >= 1 && p->seq - seq0 <= 4);
+    ck_assert_int_eq(nasd_bdev_read(bz, c, 0, MB), 0);
+    ck_assert(!memcmp(c, zero, MB));
+    nasd_bdev_put(bz);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(c); free(zero);
+}
+END_TEST
+
 /* An lz4 chunk on raidz1-log rewritten to another compressed length, committed without a
  * sync, then a power loss at each member write of that commit (and after it), with a
  * random part of the unsynced blocks undone: each chunk reads as before or as after,
@@ -413,6 +491,8 @@ int main(void)
     tcase_add_loop_test(tc, t_whole_unit_copies, 0, 4);
     tcase_add_test(tc, t_unmap_after_failed_commit);
     tcase_add_loop_test(tc, t_lz4_rewrite_crash, 0, 4);
+    tcase_add_test(tc, t_lz4_failed_slice);
+    tcase_add_test(tc, t_lz4_zero_run);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
