@@ -4,7 +4,7 @@
 # detect_deadlocks=0: a commit holds more row locks at once than TSan's detector tracks (64).
 BT ?= build-tsan
 TSAN_TESTS := test_vpool test_vpool_mt test_vpool_crash test_vpool_snap test_vpool_cow test_vpool_fault \
-              test_vpool_log test_vpool_log_crash test_vpool_writeback test_vfs_ext2_mt test_txblock
+              test_vpool_log test_vpool_log_crash test_vpool_log_cow test_vpool_writeback test_vfs_ext2_mt test_txblock
 .PHONY: tsan
 tsan: deps
 	@$(MAKE) --no-print-directory B=$(BT) CFLAGS="-O1 -g -fsanitize=thread" $(TSAN_TESTS:%=$(BT)/tests/%)
