@@ -392,6 +392,7 @@ void vp_sim_kill_after(struct vp_sim *s, long writes);   /* dies at the (writes+
 bool vp_sim_died(struct vp_sim *s);
 void vp_sim_kill_member(struct vp_sim *s, int m);   /* one member fails all I/O with EIO */
 void vp_sim_kill_member_after(struct vp_sim *s, int m, long writes);   /* ... from its (writes+1)th write on */
+void vp_sim_kill_at_sync(struct vp_sim *s, long syncs);   /* the machine dies in its (syncs+1)th member sync */
 int  vp_sim_before_read(struct vpool *p, int m);
 int  vp_sim_before_write(struct vpool *p, int m, uint64_t off, uint64_t len);
 int  vp_sim_synced(struct vpool *p, int m, uint64_t off, uint64_t len);

@@ -19,6 +19,7 @@ struct vp_sim {
     _Atomic long budget;          /* member writes left before the machine dies; < 0: no limit */
     _Atomic int mtarget;          /* vp_sim_kill_member_after: this member, -1 = none ... */
     _Atomic long mbudget;         /* ... dies at its (mbudget+1)th write */
+    _Atomic long sbudget;         /* whole-member syncs left before the machine dies; < 0: no limit */
     struct sim_member m[VP_MAXM];
 };
 
@@ -29,6 +30,7 @@ struct vp_sim *vp_sim_attach(struct vpool *p)
     for (int i = 0; i < VP_MAXM; i++) pthread_mutex_init(&s->m[i].mu, NULL);
     atomic_init(&s->budget, -1);
     atomic_init(&s->mtarget, -1);
+    atomic_init(&s->sbudget, -1);
     p->sim = s;
     return s;
 }
@@ -40,6 +42,7 @@ bool vp_sim_died(struct vp_sim *s) { return atomic_load(&s->dead); }
 
 /* One disk dies: every read, write and sync of member m fails with EIO. */
 void vp_sim_kill_member(struct vp_sim *s, int m) { atomic_fetch_or(&s->dead_members, 1u << m); }
+void vp_sim_kill_at_sync(struct vp_sim *s, long syncs) { atomic_store(&s->sbudget, syncs); }
 void vp_sim_kill_member_after(struct vp_sim *s, int m, long writes)
 {
     atomic_store(&s->mbudget, writes);
@@ -94,6 +97,10 @@ int vp_sim_synced(struct vpool *p, int m, uint64_t off, uint64_t len)
     struct vp_sim *s = p->sim;
     if (!s) return 0;
     if (atomic_load(&s->dead) || (atomic_load(&s->dead_members) & (1u << m))) return -EIO;
+    if (!len && atomic_load(&s->sbudget) >= 0 && atomic_fetch_sub(&s->sbudget, 1) <= 0) {
+        atomic_store(&s->dead, 1);   /* the power fails during this sync: its blocks stay unsynced */
+        return -EIO;
+    }
     struct sim_member *sm = &s->m[m];
     pthread_mutex_lock(&sm->mu);
     for (size_t i = 0; i < sm->n;) {
