@@ -63,6 +63,13 @@ int vp_alloc_take(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t *au
     return 0;
 }
 
+/* alloc_lock held: gives back a unit vp_alloc_take returned that nothing refers to yet */
+void vp_alloc_untake(struct vpool *p, uint64_t au)
+{
+    vp_au_set(p, au, 0, 0);
+    p->au_used--;
+}
+
 bool vp_au_clear(struct vpool *p, uint64_t au, bool drop_cache)
 {
     bool any = false;

@@ -571,6 +571,7 @@ int  vp_rebuild_vol_maps(struct vpool *p);
 /* alloc_lock held: takes a free AU for v/vext born now, no reservation accounting;
  * -ENOSPC when none is free. */
 int  vp_alloc_take(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t *au_out);
+void vp_alloc_untake(struct vpool *p, uint64_t au);
 uint64_t vp_au_count_used(struct vpool *p);
 
 /* ---- cache (vpool_cache.c) ---- */

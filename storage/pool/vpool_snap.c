@@ -146,8 +146,7 @@ static int cow_whole(struct vpool *p, struct vp_vol *v, uint64_t vext, uint64_t 
     rc = vp_xcow_add(p, nau, old, own, oa.death);
     if (rc) {   /* nothing refers to the new unit: give it back */
         for (unsigned i = 0; i < VP_AU_SECT; i++) vc_drop(p->cache, nau * VP_AU_SECT + i);
-        vp_au_set(p, nau, 0, 0);
-        p->au_used--;
+        vp_alloc_untake(p, nau);
         pthread_mutex_unlock(&p->alloc_lock);
         return rc;
     }
@@ -252,7 +251,7 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
         bool replayed = false;
         for (size_t k = 0; k < VP_AU_SECT && taken && p->jbits_any && !replayed; k++)
             replayed = vp_bit(p->jbits, nau * VP_AU_SECT + k);
-        if (replayed) { vp_au_set(p, nau, 0, 0); p->au_used--; taken = false; }
+        if (replayed) { vp_alloc_untake(p, nau); taken = false; }
         pthread_mutex_unlock(&p->alloc_lock);
         if (replayed && !(rc = vp_checkpoint(p))) rc = vp_journal_room(p, 2, 0);
     }
@@ -269,8 +268,7 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
         if (taken) {   /* checksums first: once free, the unit may be taken at once */
             for (size_t k = 0; k < n; k++) if (vp_csum_get(p, ws[k].sect)) vp_csum_set(p, ws[k].sect, 0);
             pthread_mutex_lock(&p->alloc_lock);
-            vp_au_set(p, nau, 0, 0);
-            p->au_used--;
+            vp_alloc_untake(p, nau);
             pthread_mutex_unlock(&p->alloc_lock);
         }
         goto out;
