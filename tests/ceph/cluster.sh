@@ -17,13 +17,40 @@ cmd=$1 dir=$2
 dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
 conf=$dir/ceph.conf
 
-free_port() {
-  local p
+# A block of 100 ports for this cluster: the monitor's two, then the OSD/MGR bind range.
+# Below the kernel's ephemeral range (a port picked in it was taken by an outgoing
+# connection before the monitor bound it: 83_ failed so), none listening, and claimed in
+# /tmp/nasd-ceph-ports so that two clusters started side by side never share one.
+claims=/tmp/nasd-ceph-ports
+claim_ports() {
+  local lo=32768 hi=60999 from=10000 to b p busy
+  read -r lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
+  if [ "$lo" -gt 12000 ]; then to=$lo; elif [ "$hi" -lt 63000 ]; then from=$((hi + 1)); to=65500; else to=60000; fi
+  mkdir -p "$claims"
   for _ in $(seq 200); do
-    p=$(( 20000 + RANDOM % 40000 ))
-    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+    b=$(( from + (RANDOM % ((to - from) / 100 - 1)) * 100 ))
+    claim_stale "$b" && rm -rf "${claims:?}/$b"
+    mkdir "$claims/$b" 2>/dev/null || continue
+    busy=""
+    for p in $(seq "$b" $((b + 99))); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && { busy=1; break; }; done
+    [ -z "$busy" ] && { echo "$dir" >"$claims/$b/owner"; echo "$b"; return; }
+    rm -rf "${claims:?}/$b"
   done
-  echo "no free port" >&2; exit 1
+  echo "no free block of 100 ports" >&2; exit 1
+}
+# a claim is stale when its cluster's monitor is gone and it is older than a start takes
+claim_stale() {
+  local c=$claims/$1 owner
+  [ -d "$c" ] || return 1
+  owner=$(cat "$c/owner" 2>/dev/null)
+  [ -n "$owner" ] && [ -f "$owner/run/mon.a.pid" ] && kill -0 "$(cat "$owner/run/mon.a.pid")" 2>/dev/null && return 1
+  [ -n "$(find "$c" -maxdepth 0 -mmin +5)" ]
+}
+claim_release() {
+  local b
+  b=$(sed -n 's/^ms bind port min = //p' "$conf" 2>/dev/null) || true
+  [ -n "$b" ] && [ "$(cat "$claims/$((b - 2))/owner" 2>/dev/null)" = "$dir" ] && rm -rf "${claims:?}/$((b - 2))"
+  return 0
 }
 
 daemons_stop() {
@@ -46,18 +73,20 @@ start() {
   for b in ceph-mon ceph-mgr ceph-osd ceph monmaptool ceph-authtool rbd; do
     command -v $b >/dev/null || { echo "$b not found (scripts/deps.sh ceph-mon ceph-mgr ceph-osd ceph-common)" >&2; exit 3; }
   done
+  claim_release
   rm -rf "$dir"/{mon.a,mgr.x,osd.0,log,run,keyring,monmap,ceph.conf,osd0.img}
   mkdir -p "$dir"/{mon.a,mgr.x,osd.0,log,run}
   local mon2 mon1 base fsid store=${CEPH_OSD_STORE:-memstore}
-  mon2=$(free_port); mon1=$(free_port "$mon2")
-  base=$(( 20000 + (RANDOM % 400) * 100 ))   # OSD/MGR bind range, 100 ports
+  base=$(claim_ports)
+  mon2=$base mon1=$((base + 1))
   fsid=$(cat /proc/sys/kernel/random/uuid)
   cat >"$conf" <<EOF
 [global]
 fsid = $fsid
 mon host = [v2:127.0.0.1:$mon2,v1:127.0.0.1:$mon1]
 public addr = 127.0.0.1
-ms bind port min = $base
+cluster addr = 127.0.0.1
+ms bind port min = $((base + 2))
 ms bind port max = $((base + 99))
 auth cluster required = cephx
 auth service required = cephx
@@ -141,7 +170,7 @@ EOF
 
 case $cmd in
 start) start ;;
-stop) daemons_stop ;;
+stop) daemons_stop; claim_release ;;
 env)
   [ -f "$conf" ] || { echo "no cluster in $dir" >&2; exit 1; }
   echo "export CEPH_CONF=$conf"

@@ -68,7 +68,7 @@ start_nasd() {
 }
 
 stop_nasd() {
-  [ -n "$NASD_PID" ] || return 0
+  [ -n "${NASD_PID:-}" ] || return 0
   kill -TERM $NASD_PID 2>/dev/null
   for _ in $(seq 50); do kill -0 $NASD_PID 2>/dev/null || break; sleep 0.1; done
   kill -KILL $NASD_PID 2>/dev/null
