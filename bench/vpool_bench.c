@@ -120,6 +120,18 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* -v: the host's dirty page cache in MB (what a final fdatasync may have to write) */
+static double host_dirty_mb(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    double kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Dirty: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb / 1024;
+}
+
 /* returns MB/s; *iops out */
 static double run(int wr, int rnd, size_t bs, double *iops)
 {
@@ -141,11 +153,17 @@ static double run(int wr, int rnd, size_t bs, double *iops)
         ops += jobs[i].ops;
         if (jobs[i].err) { fprintf(stderr, "I/O error %d\n", jobs[i].err); exit(1); }
     }
-    double tf = now();
+    double tf = now(), dirty0 = verbose && wr ? host_dirty_mb() : 0;
+    struct vp_prof f0 = {0}, f1 = {0};
+    if (verbose && cur_pool) vp_debug_prof(cur_pool, &f0);
     if (wr && do_flush()) { fprintf(stderr, "flush failed\n"); exit(1); }
     double el = now() - t0;
-    if (verbose && wr) printf("  [%s %s %s %zu: final flush %.0f ms of %.2f s]\n", cur_pool ? "pool" : "raw",
-                              wr ? "write" : "read", rnd ? "rand" : "seq", bs, (now() - tf) * 1e3, el);
+    if (verbose && cur_pool) vp_debug_prof(cur_pool, &f1);
+    if (verbose && wr) printf("  [%s %s %s %zu: final flush %.0f ms of %.2f s (apply %.0f ms, sync %.0f ms, member writes "
+                              "%.0f MB); host dirty %.0f MB before it, %.0f after]\n",
+                              cur_pool ? "pool" : "raw", wr ? "write" : "read", rnd ? "rand" : "seq", bs,
+                              (now() - tf) * 1e3, el, (f1.apply_ns - f0.apply_ns) / 1e6, (f1.sync_ns - f0.sync_ns) / 1e6,
+                              (f1.inplace_bytes - f0.inplace_bytes) / 1e6, dirty0, host_dirty_mb());
     if (verbose && cur_pool) {
         struct vp_prof pr, last = prof_last;
         vp_debug_prof(cur_pool, &pr);
