@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "storage/pool/vpool_impl.h"   /* vp_debug_prof for -v */
@@ -132,6 +133,13 @@ static double host_dirty_mb(void)
     return kb / 1024;
 }
 
+/* -v: minor page faults of the process so far (fresh memory costs 10 us a page on some VMs) */
+static long minflt(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_minflt;
+}
+
 /* returns MB/s; *iops out */
 static double run(int wr, int rnd, size_t bs, double *iops)
 {
@@ -140,6 +148,7 @@ static double run(int wr, int rnd, size_t bs, double *iops)
     _Atomic uint64_t next = 0;
     int nt = rnd ? nthreads : 1;   /* sequential: one stream */
     stop_flag = 0;
+    long flt0 = minflt();
     double t0 = now();
     for (int i = 0; i < nt; i++) {
         jobs[i] = (struct job){ .wr = wr, .rnd = rnd, .id = i, .bs = bs, .next = &next };
@@ -160,10 +169,10 @@ static double run(int wr, int rnd, size_t bs, double *iops)
     double el = now() - t0;
     if (verbose && cur_pool) vp_debug_prof(cur_pool, &f1);
     if (verbose && wr) printf("  [%s %s %s %zu: final flush %.0f ms of %.2f s (apply %.0f ms, sync %.0f ms, member writes "
-                              "%.0f MB); host dirty %.0f MB before it, %.0f after]\n",
+                              "%.0f MB); host dirty %.0f MB before it, %.0f after; %ld page faults]\n",
                               cur_pool ? "pool" : "raw", wr ? "write" : "read", rnd ? "rand" : "seq", bs,
                               (now() - tf) * 1e3, el, (f1.apply_ns - f0.apply_ns) / 1e6, (f1.sync_ns - f0.sync_ns) / 1e6,
-                              (f1.inplace_bytes - f0.inplace_bytes) / 1e6, dirty0, host_dirty_mb());
+                              (f1.inplace_bytes - f0.inplace_bytes) / 1e6, dirty0, host_dirty_mb(), minflt() - flt0);
     if (verbose && cur_pool) {
         struct vp_prof pr, last = prof_last;
         vp_debug_prof(cur_pool, &pr);

@@ -93,6 +93,28 @@ bool vc_admit(struct vp_cache *c, uint64_t key)
 #define VC_SLAB (1u << 20)
 #define VC_SLAB_BUFS (VC_SLAB / VP_SECTOR)
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older kernels refuse it and fault as before */
+#endif
+#define VC_POPULATE 16
+
+/* The buffer about to be taken (fl[nfl]) has no pages: give them to it and to the next
+ * free buffers next to it in one call. A page fault per first write to a buffer cost
+ * 10 us on a VM that gives freed memory back to its host, 2.8 s per GiB; populating in
+ * runs 1.5 s. Runs of VC_POPULATE keep what 256 shards hold unused small. */
+static void populate(struct vc_shard *s)
+{
+    size_t top = s->nfl, j = top;
+    uint8_t *lo = s->fl[top];
+    /* new slabs are stacked with addresses rising downwards, released buffers falling */
+    ptrdiff_t step = top && s->fl[top - 1] == lo + VP_SECTOR ? VP_SECTOR : -(ptrdiff_t)VP_SECTOR;
+    while (j > 0 && top - j + 1 < VC_POPULATE && s->fl[j - 1] == s->fl[j] + step) j--;
+    if (step < 0) lo = s->fl[j];
+    (void)madvise(lo, (top - j + 1) * VP_SECTOR, MADV_POPULATE_WRITE);
+    s->nrel = j;   /* fl[j..top-1] stay free, now with pages */
+    atomic_fetch_add(&unrel_all, (int64_t)(top - j));
+}
+
 static uint8_t *buf_get(struct vc_shard *s)
 {
     if (!s->nfl) {
@@ -109,7 +131,7 @@ static uint8_t *buf_get(struct vc_shard *s)
         s->nrel = s->nfl;   /* never touched: not resident */
     }
     s->nfl--;
-    if (s->nrel > s->nfl) s->nrel = s->nfl;
+    if (s->nrel > s->nfl) populate(s);
     else atomic_fetch_sub(&unrel_all, 1);
     return s->fl[s->nfl];
 }
