@@ -17,18 +17,17 @@ cmd=$1 dir=$2
 dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
 conf=$dir/ceph.conf
 
+. "$(dirname "${BASH_SOURCE[0]}")/../ports.sh"
 # A block of 100 ports for this cluster: the monitor's two, then the OSD/MGR bind range.
-# Below the kernel's ephemeral range (a port picked in it was taken by an outgoing
-# connection before the monitor bound it: 83_ failed so), none listening, and claimed in
+# From the tests' range (tests/ports.sh), none listening, and claimed in
 # /tmp/nasd-ceph-ports so that two clusters started side by side never share one.
 claims=/tmp/nasd-ceph-ports
 claim_ports() {
-  local lo=32768 hi=60999 from=10000 to b p busy
-  read -r lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
-  if [ "$lo" -gt 12000 ]; then to=$lo; elif [ "$hi" -lt 63000 ]; then from=$((hi + 1)); to=65500; else to=60000; fi
+  local b p busy PORTS_FROM PORTS_TO
+  ports_range
   mkdir -p "$claims"
   for _ in $(seq 200); do
-    b=$(( from + (RANDOM % ((to - from) / 100 - 1)) * 100 ))
+    b=$(( PORTS_FROM + (RANDOM % ((PORTS_TO - PORTS_FROM) / 100 - 1)) * 100 ))
     claim_stale "$b" && rm -rf "${claims:?}/$b"
     mkdir "$claims/$b" 2>/dev/null || continue
     busy=""

@@ -17,16 +17,14 @@ use_asan_build() {
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# A TCP port nobody listens on, from a range the tests own; ports given as arguments
-# (already picked by the caller) are never returned.
+. "$(dirname "${BASH_SOURCE[0]}")/../ports.sh"
+# A TCP port nobody listens on, from the tests' range (tests/ports.sh); ports given as
+# arguments (already picked by the caller) are never returned.
 free_port() {
-  # below the kernel's ephemeral range, which outgoing connections take ports from
-  # (a probed port in it was taken by one before the server bound it: 44_ failed so)
-  local p lo=32768 hi=60999 from=10000 to
-  read -r lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
-  if [ "$lo" -gt 12000 ]; then to=$lo; elif [ "$hi" -lt 63000 ]; then from=$((hi + 1)); to=65500; else to=60000; fi
+  local p PORTS_FROM PORTS_TO
+  ports_range
   for _ in $(seq 200); do
-    p=$(( from + RANDOM % (to - from) ))
+    p=$(( PORTS_FROM + RANDOM % (PORTS_TO - PORTS_FROM) ))
     [[ " $* " == *" $p "* ]] && continue
     (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
   done
