@@ -110,7 +110,7 @@ static void populate(struct vc_shard *s)
     ptrdiff_t step = top && s->fl[top - 1] == lo + VP_SECTOR ? VP_SECTOR : -(ptrdiff_t)VP_SECTOR;
     while (j > 0 && top - j + 1 < VC_POPULATE && s->fl[j - 1] == s->fl[j] + step) j--;
     if (step < 0) lo = s->fl[j];
-    (void)madvise(lo, (top - j + 1) * VP_SECTOR, MADV_POPULATE_WRITE);
+    if (madvise(lo, (top - j + 1) * VP_SECTOR, MADV_POPULATE_WRITE)) { s->nrel = top; return; }   /* faults as before */
     s->nrel = j;   /* fl[j..top-1] stay free, now with pages */
     atomic_fetch_add(&unrel_all, (int64_t)(top - j));
 }
