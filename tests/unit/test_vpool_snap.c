@@ -316,6 +316,16 @@ START_TEST(t_send_receive)
     ck_assert_msg(vpool_receive(pb, "dst", 0, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(snap, "s1");
     check_snap(pb, "dst", "s1", A, size);
+    /* the same stream again: refused, or with force (the daemon lost its record of the
+     * volume in a kill -9 after the receive) taken as done, the copy unchanged */
+    full.pos = 0;
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &full, snap, err, sizeof err), -EEXIST);
+    full.pos = 0;
+    snap[0] = 0;
+    ck_assert_msg(vpool_receive(pb, "dst", 1, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(snap, "s1");
+    ck_assert_int_eq(vpool_snap_list(pb, "dst", NULL, 0), 1);
+    check_snap(pb, "dst", "s1", A, size);
     /* incremental with a flipped data byte: refused, the copy stays at s1 */
     struct mem bad = { malloc(inc.len), inc.len, inc.len, 0 };
     memcpy(bad.b, inc.b, inc.len);
