@@ -155,6 +155,18 @@ int vpool_receive(struct vpool *p, const char *vol, int force, vpool_source in, 
     if (rc) return fail(err, errlen, rc, "stream ends before its header");
     if (!hdr_ok(&h)) return fail(err, errlen, -EBADMSG, "not a nasd snapshot stream (bad header or checksum)");
     if (!vp_name_ok(vol)) return fail(err, errlen, -EINVAL, "invalid volume name");
+    char have[64];
+    uint8_t u[16];
+    /* this very full stream was received here before (its snapshot is made only after the
+     * whole stream checked out), and the daemon was killed before it recorded the volume:
+     * the copy is there, made current again */
+    if (!h.from[0] && force && vpool_snap_list(p, vol, NULL, 0) == 1 && !newest(p, vol, have, u) &&
+        !memcmp(u, h.snap_uuid, 16) && !strcmp(have, h.snap)) {
+        if ((rc = vpool_snap_rollback(p, vol, have))) return fail(err, errlen, rc, "rollback of %s: %s", vol, strerror(-rc));
+        if (snap_out) snprintf(snap_out, 64, "%s", h.snap);
+        log_info("vpool %s: %s@%s was received before", p->name, vol, h.snap);
+        return 0;
+    }
     XXH3_state_t *st = XXH3_createState();
     uint8_t *buf = NULL;
     if (!st || posix_memalign((void **)&buf, 64, VP_AU_BYTES)) { XXH3_freeState(st); return -ENOMEM; }
@@ -166,19 +178,6 @@ int vpool_receive(struct vpool *p, const char *vol, int force, vpool_source in, 
     if (!h.from[0]) {   /* full stream: a new volume */
         if (flags >= 0) {
             int ns = vpool_snap_list(p, vol, NULL, 0);
-            uint8_t u[16];
-            /* this very stream was received here before (its snapshot is made only after the
-             * whole stream checked out), and the daemon was killed before it recorded the
-             * volume: the copy is there, made current again */
-            if (force && ns == 1 && !newest(p, vol, from_name, u) && !memcmp(u, h.snap_uuid, 16) &&
-                !strcmp(from_name, h.snap)) {
-                if ((rc = vpool_snap_rollback(p, vol, from_name))) fail(err, errlen, rc, "rollback of %s: %s", vol, strerror(-rc));
-                else if (snap_out) snprintf(snap_out, 64, "%s", h.snap);
-                if (!rc) log_info("vpool %s: %s@%s was received before", p->name, vol, h.snap);
-                XXH3_freeState(st);
-                free(buf);
-                return rc;
-            }
             if (!force) rc = fail(err, errlen, -EEXIST, "volume %s exists (force replaces it if it has no snapshots)", vol);
             else if (ns > 0) rc = fail(err, errlen, -EEXIST, "volume %s has snapshots; not replacing it", vol);
             else if ((rc = vpool_vol_destroy(p, vol))) fail(err, errlen, rc, "cannot replace %s: %s", vol, strerror(-rc));
