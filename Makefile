@@ -5,6 +5,13 @@ B       := build
 CFLAGS  ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation \
            -pthread -I. -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# gcc expands a copy of a known large size (the pool cache's 4 KiB sectors) into `rep movsq`:
+# 8.7 GB/s into scattered sector buffers here, glibc's memcpy 12.8. Above 256 bytes, call it
+# (x86 gcc only; other compilers keep their own choice). bench-vpool: writes into the cache
+# 25-50% more per second (see the commit).
+STRINGOPS := -mmemcpy-strategy=unrolled_loop:256:noalign,libcall:-1:noalign \
+             -mmemset-strategy=unrolled_loop:256:noalign,libcall:-1:noalign
+override CFLAGS += $(shell $(CC) $(STRINGOPS) -E -x c /dev/null >/dev/null 2>&1 && echo '$(STRINGOPS)')
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lisal -lxxhash -llz4 -lnettle -lext2fs -lcom_err -lm -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 ifneq ($(filter all,$(or $(MAKECMDGOALS),all)),)
