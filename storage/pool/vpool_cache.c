@@ -44,8 +44,11 @@ struct vp_cache {
     struct vc_shard sh[VC_SHARDS];
     _Atomic uint64_t ndirty;
     _Atomic bool counted;         /* its dirty sectors count in dirty_all (not while the pool is FAULTED) */
-    /* bumped (under the shard lock) by every dirty write and drop: a reader that saw
-     * a miss only caches what it read from disk if nothing changed meanwhile */
+    /* bumped by every drop and by a commit before its sectors turn clean: a reader that
+     * saw a miss only caches what it read from disk if nothing changed meanwhile. A dirty
+     * write does not bump it (a locked add after each 4 KiB copy was a tenth of a
+     * sequential write's time): its entry holds the slot, so a reader's stale disk copy
+     * cannot go in until a commit makes the entry clean, evictable, and bumps first. */
     _Atomic uint64_t epoch __attribute__((aligned(64)));
 };
 
@@ -333,7 +336,6 @@ void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf)
     }
     memcpy(e->data, buf, VP_SECTOR);
     if (key < c->nkeys) atomic_store_explicit(&c->present[key], 1, memory_order_release);   /* may have been hidden */
-    atomic_fetch_add_explicit(&c->epoch, 1, memory_order_relaxed);
     e->dgen = ++s->dgen;
     if (!e->dirty) {
         e->dirty = true;
@@ -409,6 +411,8 @@ size_t vc_collect_dirty(struct vp_cache *c, struct vp_wsect **out)
 
 void vc_release(struct vp_cache *c, const struct vp_wsect *w, size_t n, bool committed, bool keep)
 {
+    /* before any entry turns clean (and so evictable): see epoch */
+    if (committed && n) atomic_fetch_add(&c->epoch, 1);
     for (size_t i = 0; i < n; i++) {
         struct vc_shard *s = vc_shard_of(c, w[i].sect);
         pthread_mutex_lock(&s->mu);

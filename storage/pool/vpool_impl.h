@@ -578,8 +578,8 @@ uint64_t vp_au_count_used(struct vpool *p);
 struct vp_cache *vc_new(uint64_t bytes, uint64_t nkeys);   /* keys: pool sectors < nkeys */
 void vc_free(struct vp_cache *c);
 bool vc_lookup(struct vp_cache *c, uint64_t key, void *buf);
-/* Clean insert of data read from disk; skipped if any write/drop happened since
- * vc_epoch() was taken (take it before the lookup that missed). */
+/* Clean insert of data read from disk; skipped if the key has an entry, or a drop or a
+ * commit happened since vc_epoch() was taken (take it before the lookup that missed). */
 uint64_t vc_epoch(struct vp_cache *c);
 bool vc_admit(struct vp_cache *c, uint64_t key);   /* second miss of key lately? (else remembers it) */
 void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t epoch);

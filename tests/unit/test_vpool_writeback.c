@@ -359,6 +359,45 @@ START_TEST(t_cache_buffers_counted)
 }
 END_TEST
 
+/* A reader that missed and read the disk caches what it read only if no newer data can
+ * have reached the disk meanwhile: not over a dirty entry, and not after a commit made
+ * that entry clean and it was evicted (a cache of 1 MiB: trim evicts every clean entry
+ * over it: 16 per shard). Each step with the data a stale insert would leave. */
+START_TEST(t_cache_no_stale_insert)
+{
+    struct vp_cache *c = vc_new(1u << 20, 1u << 20);
+    ck_assert(c);
+    uint8_t old[4096], neu[4096], got[4096];
+    memset(old, 0xaa, sizeof old);
+    memset(neu, 0x55, sizeof neu);
+    /* a write while the reader reads: its entry wins */
+    uint64_t e = vc_epoch(c);
+    ck_assert(!vc_lookup(c, 7, got));
+    vc_put_dirty(c, 7, neu);
+    vc_put_clean(c, 7, old, e);
+    ck_assert(vc_lookup(c, 7, got) && memcmp(got, neu, sizeof got) == 0);
+    /* the write committed and its entry evicted before the reader inserts */
+    for (uint64_t k = 0; k < 16384; k++) vc_put_dirty(c, 1000 + k, neu);   /* 4x the cache's size */
+    e = vc_epoch(c);
+    ck_assert(!vc_lookup(c, 9, got));
+    vc_put_dirty(c, 9, neu);
+    struct vp_wsect *w;
+    size_t nw = vc_collect_dirty(c, &w);
+    ck_assert_uint_eq(nw, 16386);
+    vc_release(c, w, nw, true, false);
+    free(w);
+    vc_trim(c, false);
+    vc_put_clean(c, 9, old, e);
+    ck_assert_msg(!vc_lookup(c, 9, got) || memcmp(got, old, sizeof got) != 0, "stale disk copy cached");
+    /* nothing changed since the miss: cached */
+    e = vc_epoch(c);
+    ck_assert(!vc_lookup(c, 11, got));
+    vc_put_clean(c, 11, old, e);
+    ck_assert(vc_lookup(c, 11, got) && memcmp(got, old, sizeof got) == 0);
+    vc_free(c);
+}
+END_TEST
+
 int main(void)
 {
     nasd_log_level = LOG_WARN;
@@ -373,6 +412,7 @@ int main(void)
     tcase_add_test(tc, t_kept_bounded);
     tcase_add_test(tc, t_buffers_returned);
     tcase_add_test(tc, t_cache_buffers_counted);
+    tcase_add_test(tc, t_cache_no_stale_insert);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
