@@ -192,7 +192,7 @@ struct vpool {
     uint64_t gen, seq, jpos;
     _Atomic uint64_t write_gen, durable_gen;
     _Atomic int need_checkpoint;  /* a member changed state */
-    _Atomic int unsynced;         /* intent-only data written in place since the last member sync */
+    _Atomic int unsynced;         /* intent-only data written in place (format 3: log data or records) since the last member sync */
     bool unsynced_direct;         /* ... only by direct writes, all in dlist (commit_lock) */
     /* sectors journaled with their data since the last checkpoint (bit per sector,
      * commit_lock): replay rewrites that data in place, so until the checkpoint such a
@@ -678,3 +678,4 @@ nasd_bdev *vp_vol_open_view(struct vpool *p, struct vp_vol *view, uint32_t block
 void vp_stream_fix(uint8_t *b, size_t len, const uint8_t *from_uuid);   /* fuzzing (vpool_send.c) */
 /* tests/tools: a copy of the commit profile counters */
 void vp_debug_prof(struct vpool *p, struct vp_prof *out);
+uint64_t vp_debug_journal_max_seq(struct vpool *p);   /* tests: highest batch number in the journal region */
