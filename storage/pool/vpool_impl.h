@@ -436,6 +436,9 @@ int  vp_checkpoint(struct vpool *p);           /* commit_lock held */
 /* Reads count sectors of one chunk (s..s+count-1 in the same chunk), verified. */
 int  vp_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf);
 int  vp_read_run_locked(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf); /* row lock held */
+/* Reads count (<= VP_AU_SECT) sectors from s over several chunks, verified: one preadv per
+ * gapless stretch of a member (vpool_span.c). Members in the page cache. */
+int  vp_read_span(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf);
 int  vp_apply_writes(struct vpool *p, struct vp_wsect *w, size_t n);  /* sorted by sect */
 int  vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask);
 int  vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep);

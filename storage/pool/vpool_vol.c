@@ -116,7 +116,16 @@ static int read_range(struct vpool *p, struct vp_vol *v, uint8_t *dst, uint64_t 
         }
         unsigned cnt = VP_CHUNK_SECT - vsect % VP_CHUNK_SECT;
         if (cnt > len / VP_SECTOR) cnt = (unsigned)(len / VP_SECTOR);
-        int rc = read_sectors(p, v, vsect, cnt, dst);
+        /* more than a chunk of one unit, and no dirty sector to look up: one read per
+         * stretch of a member (O_DIRECT members and lz4 go chunk by chunk) */
+        uint64_t span = VP_AU_SECT - vsect % VP_AU_SECT;
+        if (span > len / VP_SECTOR) span = len / VP_SECTOR;
+        bool whole = span > cnt && !p->direct_io && !(v->flags & VPOOL_VOL_LZ4) && !vc_dirty_count(p->cache);
+        uint64_t ps = whole ? pool_sect(v, vsect) : 0;
+        int rc;
+        if (whole) cnt = (unsigned)span;
+        if (whole && ps == UINT64_MAX) { memset(dst, 0, (size_t)cnt * VP_SECTOR); rc = 0; }
+        else rc = whole ? vp_read_span(p, ps, cnt, dst) : read_sectors(p, v, vsect, cnt, dst);
         if (rc) return rc;
         dst += (size_t)cnt * VP_SECTOR; off += (uint64_t)cnt * VP_SECTOR; len -= (size_t)cnt * VP_SECTOR;
     }

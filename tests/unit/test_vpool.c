@@ -133,6 +133,67 @@ END_TEST
 START_TEST(t_repair_mirror) { corrupt_repair(VPOOL_MIRROR, 2); }
 END_TEST
 
+/* One read over several chunks (vp_read_span: a preadv per stretch of a member) returns
+ * every sector verified: three corrupt sectors in three chunks of one read are rebuilt,
+ * sectors never written read as zeros (in an allocated unit and in an unallocated one),
+ * a rewrite (elsewhere on a log) reads as rewritten, and with a member gone the read
+ * rebuilds its chunks. */
+static void span_check(nasd_bdev *b)
+{
+    static uint8_t buf[4 << 20];
+    uint8_t want[4096];
+    memset(buf, 0xee, sizeof buf);
+    ck_assert_int_eq(nasd_bdev_read(b, buf, 0, sizeof buf), 0);
+    for (uint64_t k = 0; k < sizeof buf; k += 4096) {
+        bool re = k >= (1 << 20) + 131072 && k < (1 << 20) + 131072 + 8192;
+        if (k >= (3 << 20) + (128 << 10)) memset(want, 0, sizeof want);
+        else fill_block(want, k, re ? 10 : 9);
+        ck_assert_msg(!memcmp(buf + k, want, sizeof want), "sector at %llu differs", (unsigned long long)k);
+    }
+}
+
+static void span_read(enum vpool_layout l, int n, int log)
+{
+    struct tdir t;
+    tdir_make(&t, n);
+    struct vpool_member_spec ms[8];
+    for (int i = 0; i < n; i++) ms[i] = (struct vpool_member_spec){ t.member[i], MEMBER_SIZE };
+    struct vpool_opts o = { .log = log };
+    struct vpool *p;
+    char err[256] = "";
+    ck_assert_msg(vpool_create("tank", l, ms, n, &o, &p, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(vpool_vol_create(p, "v", 8ull << 20, 0), 0);
+    nasd_bdev *b = open_vol(p, "v", 4096);
+    write_pattern(b, 0, (3 << 20) + (128 << 10), 9, 1);
+    write_pattern(b, (1 << 20) + 131072, 8192, 10, 1);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    p = import_pool(&t, n, -1);   /* nothing cached */
+    corrupt_at(p, &t, "v", 4096 * 5);
+    corrupt_at(p, &t, "v", 65536 * 2 + 4096);   /* even chunks: the ones a mirror reads from member 0 */
+    corrupt_at(p, &t, "v", (1 << 20) + 131072 + 4096);
+    b = open_vol(p, "v", 4096);
+    span_check(b);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    ck_assert_uint_eq(st.repaired, 3);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    p = import_pool(&t, n, 0);
+    b = open_vol(p, "v", 4096);
+    span_check(b);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+
+START_TEST(t_span_raidz1) { span_read(VPOOL_RAIDZ1, 4, 0); }
+END_TEST
+START_TEST(t_span_mirror) { span_read(VPOOL_MIRROR, 2, 0); }
+END_TEST
+START_TEST(t_span_log) { span_read(VPOOL_RAIDZ1, 4, 1); }
+END_TEST
+
 START_TEST(t_stripe_corrupt_unrepairable)
 {
     struct tdir t;
@@ -739,6 +800,9 @@ Suite *vpool_suite(void)
     tcase_add_test(tc, t_raidz1_3);
     tcase_add_test(tc, t_repair_raidz1);
     tcase_add_test(tc, t_repair_mirror);
+    tcase_add_test(tc, t_span_raidz1);
+    tcase_add_test(tc, t_span_mirror);
+    tcase_add_test(tc, t_span_log);
     tcase_add_test(tc, t_stripe_corrupt_unrepairable);
     tcase_add_test(tc, t_raidz1_missing_member_replace);
     tcase_add_test(tc, t_raidz1_zeroed_member_live);
