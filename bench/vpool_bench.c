@@ -43,7 +43,7 @@ static int nthreads = 8, pool_only;
 static unsigned test_mask = 0x1f;
 static int direct_sets = 2;
 static int snap_rows = 1;   /* -S 0: skip the rows with snapshots present */
-static int log_rows = 1;    /* -L 0: skip the log-structured (format 3) raidz1 column */
+static int log_rows = 1;    /* -L 0: skip the log-structured (format 3) raidz1 column, -L 2: only it */
 static int verbose;
 static uint64_t dirty_mb, direct_dirty_mb = 32;   /* pool write-back budgets, 0 = engine default */
 static struct vpool *cur_pool;   /* -v: commit profile per test */
@@ -277,7 +277,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     if (snaps) test_mask &= 0xf;
     struct result lpool = {0};
     struct vpool_status st, lst = {0};
-    for (int lg = 0; lg < 1 + (log_rows != 0); lg++) {
+    for (int lg = log_rows == 2; lg < 1 + (log_rows != 0); lg++) {
         struct vpool_opts o = { .direct = direct, .log = lg, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
         struct vpool *p = pool_open("bench", paths, pmsize, &o, 0);
         if (!p) return 1;
