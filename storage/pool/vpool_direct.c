@@ -85,13 +85,16 @@ int vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint6
         if (!rc) p->synced_unlogged = false;
     }
     if (rc) goto out;
-    /* older cached versions of these sectors must not be written after this (no commit
-     * runs now: commit_lock) */
-    /* without O_DIRECT only dirty entries (and lz4 volumes, not taken here) live in the
-     * cache: none dirty, nothing to drop */
+    if ((rc = vp_apply_writes(p, ws, n))) goto out;
+    /* Older cached versions of these sectors must not be written after this (no commit
+     * runs before: commit_lock). Dropped only now that the new data is published: until
+     * then a reader gets the acknowledged older version from the cache (dropped before,
+     * the disk gave it a sector never committed: zeros, test_vpool_stale), and a copy a
+     * reader cached meanwhile (O_DIRECT members cache single-sector misses) goes too.
+     * Without O_DIRECT only dirty entries (and lz4 volumes, not taken here) live in the
+     * cache: none dirty, nothing to drop. */
     if (p->direct_io || vc_dirty_count(p->cache))
         for (size_t i = 0; i < n; i++) vc_drop(p->cache, ws[i].sect);
-    if ((rc = vp_apply_writes(p, ws, n))) goto out;
     for (size_t i = 0; i < n; i++) {
         uint64_t s = ws[i].sect;
         if (vp_bit(p->dbits, s)) continue;
