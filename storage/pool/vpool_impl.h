@@ -588,6 +588,8 @@ bool vc_admit(struct vp_cache *c, uint64_t key);   /* second miss of key lately?
 void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t epoch);
 void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
 void vc_drop(struct vp_cache *c, uint64_t key);
+/* sectors [ps, ps+cnt) unwritten: checksums cleared (a ZERO record pended), cache dropped (vpool_vol.c) */
+void vp_zero_csums(struct vpool *p, uint64_t ps, uint64_t cnt);
 uint64_t vc_dirty_count(struct vp_cache *c);
 uint64_t vc_dirty_all(void);       /* dirty sectors of every pool in this process */
 uint64_t vc_entries_all(void);     /* cached sectors of every pool, dirty or not */

@@ -343,13 +343,7 @@ int vp_snap_unmap_shared(struct vpool *p, struct vp_vol *v, uint64_t vext, uint6
     }
     pthread_mutex_unlock(&p->alloc_lock);
     if (!shared) {   /* own and unshared, but freeing it would uncover the origin's data: zero it */
-        uint64_t ps = old * VP_AU_SECT + vs % VP_AU_SECT;
-        bool any = false;
-        for (uint64_t s = ps; s < ps + cnt; s++) {
-            vc_drop(p->cache, s);
-            if (vp_csum_get(p, s)) { vp_csum_set(p, s, 0); any = true; }
-        }
-        if (any) { struct vp_rec r = { .type = VP_REC_ZERO, .a = ps, .b = cnt }; vp_pend_add(p, &r); }
+        vp_zero_csums(p, old * VP_AU_SECT + vs % VP_AU_SECT, cnt);
         return 0;
     }
     size_t used;

@@ -229,12 +229,13 @@ static int vb_flush(nasd_bdev *b)
     return vp_flush_to(vb->p, atomic_load(&vb->p->write_gen));
 }
 
-static void zero_csums(struct vpool *p, uint64_t ps, uint64_t cnt)
+void vp_zero_csums(struct vpool *p, uint64_t ps, uint64_t cnt)
 {
     bool any = false;
     for (uint64_t s = ps; s < ps + cnt; s++) {
-        vc_drop(p->cache, s);
+        /* the checksum first: a reader that misses after the drop then reads no data */
         if (vp_csum_get(p, s)) { vp_csum_set(p, s, 0); any = true; }
+        vc_drop(p->cache, s);
     }
     if (any) {
         struct vp_rec r = { .type = VP_REC_ZERO, .a = ps, .b = cnt };
@@ -265,7 +266,7 @@ static int vb_unmap(nasd_bdev *b, uint64_t off, uint64_t len)
                 rc = vp_snap_unmap_shared(p, v, vext, vsect, (stop - pos) / VP_SECTOR);
             else if (au) {
                 if (pos == vext * VP_AU_BYTES && stop == au_end) vp_free_au(p, au - 1);
-                else zero_csums(p, (uint64_t)(au - 1) * VP_AU_SECT + vsect % VP_AU_SECT, (stop - pos) / VP_SECTOR);
+                else vp_zero_csums(p, (uint64_t)(au - 1) * VP_AU_SECT + vsect % VP_AU_SECT, (stop - pos) / VP_SECTOR);
             }
             pos = stop;
         }

@@ -116,7 +116,7 @@ static int resync_rows(struct vpool *p)
         int col;
         g[i] = vp_row_of(p, g[i], &col);
     }
-    qsort(g, n, sizeof *g, vp_cmp_u64);
+    if (n) qsort(g, n, sizeof *g, vp_cmp_u64);   /* g may be NULL then */
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++)
         if (!i || g[i] != g[i - 1]) rc = vp_resync_row(p, g[i], &rep, &unrep);
