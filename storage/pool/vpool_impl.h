@@ -588,8 +588,6 @@ bool vc_admit(struct vp_cache *c, uint64_t key);   /* second miss of key lately?
 void vc_put_clean(struct vp_cache *c, uint64_t key, const void *buf, uint64_t epoch);
 void vc_put_dirty(struct vp_cache *c, uint64_t key, const void *buf);
 void vc_drop(struct vp_cache *c, uint64_t key);
-/* sectors [ps, ps+cnt) unwritten: checksums cleared (a ZERO record pended), cache dropped (vpool_vol.c) */
-void vp_zero_csums(struct vpool *p, uint64_t ps, uint64_t cnt);
 uint64_t vc_dirty_count(struct vp_cache *c);
 uint64_t vc_dirty_all(void);       /* dirty sectors of every pool in this process */
 uint64_t vc_entries_all(void);     /* cached sectors of every pool, dirty or not */
@@ -618,6 +616,8 @@ void vp_bg_stop(struct vpool *p);
 void vp_note_degraded_write(struct vpool *p, uint64_t sect);
 
 /* ---- volumes (vpool_vol.c) ---- */
+/* sectors [ps, ps+cnt) unwritten: checksums cleared (a ZERO record pended), cache dropped */
+void vp_zero_csums(struct vpool *p, uint64_t ps, uint64_t cnt);
 struct vp_vol *vp_vol_by_id(struct vpool *p, uint32_t id);
 void vp_vol_free(struct vp_vol *v);
 int  vp_lz4_commit_prepare(struct vpool *p, struct vp_wsect **w, size_t *n, uint8_t **extra);
