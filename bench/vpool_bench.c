@@ -177,11 +177,14 @@ static double run(int wr, int rnd, size_t bs, double *iops)
         struct vp_prof pr, last = prof_last;
         vp_debug_prof(cur_pool, &pr);
         printf("  [%s %s %zu: %.2fs, %llu commits, journal %.0f ms / %.1f MB (data %.1f MB), apply %.0f ms, sync %.0f ms, "
-               "member writes %.1f MB, requests %.1f MB]\n", wr ? "write" : "read", rnd ? "rand" : "seq", bs, el,
+               "member writes %.1f MB (metadata %.1f MB), requests %.1f MB; %llu checkpoints, %.0f ms]\n",
+               wr ? "write" : "read", rnd ? "rand" : "seq", bs, el,
                (unsigned long long)(pr.commits - last.commits), (pr.jnl_ns - last.jnl_ns) / 1e6,
                (pr.jnl_bytes - last.jnl_bytes) / 1e6, (pr.jnl_data_bytes - last.jnl_data_bytes) / 1e6,
                (pr.apply_ns - last.apply_ns) / 1e6, (pr.sync_ns - last.sync_ns) / 1e6,
-               (pr.inplace_bytes - last.inplace_bytes) / 1e6, ops * (double)bs / 1e6);
+               (pr.inplace_bytes - last.inplace_bytes) / 1e6, (pr.meta_bytes - last.meta_bytes) / 1e6,
+               ops * (double)bs / 1e6, (unsigned long long)(pr.checkpoints - last.checkpoints),
+               (pr.ckpt_ns - last.ckpt_ns) / 1e6);
         prof_last = pr;
     }
     *iops = ops / el;
@@ -207,6 +210,7 @@ static void run_all(struct result *r)
         snprintf(nm, sizeof nm, "s%d", i);
         if (vpool_snap_create(cur_pool, "v", nm)) { fprintf(stderr, "snapshot %s failed\n", nm); exit(1); }
     }
+    if (verbose && cur_pool) vp_debug_prof(cur_pool, &prof_last);   /* -v: the tests' own counters */
     memset(r, 0, sizeof *r);
     if (test_mask & 1) r->mbs[0] = run(1, 0, 1 << 20, &r->iops[0]);
     if (test_mask & 2) r->mbs[1] = run(0, 0, 1 << 20, &r->iops[1]);

@@ -63,6 +63,7 @@ struct vp_job { void *(*fn)(void *); void *arg; };
 /* where commit time goes (for bench-vpool -v): wall ns and bytes */
 struct vp_prof {
     _Atomic uint64_t commits, jnl_ns, apply_ns, sync_ns, jnl_bytes, jnl_data_bytes, inplace_bytes;
+    _Atomic uint64_t checkpoints, meta_bytes, ckpt_ns;   /* vp_checkpoint: count, pages written, time */
 };
 static inline uint64_t vp_now_ns(void)
 {

@@ -797,4 +797,7 @@ void vp_debug_prof(struct vpool *p, struct vp_prof *o)
     o->jnl_bytes = atomic_load(&p->prof.jnl_bytes);
     o->jnl_data_bytes = atomic_load(&p->prof.jnl_data_bytes);
     o->inplace_bytes = atomic_load(&p->prof.inplace_bytes);
+    o->checkpoints = atomic_load(&p->prof.checkpoints);
+    o->meta_bytes = atomic_load(&p->prof.meta_bytes);
+    o->ckpt_ns = atomic_load(&p->prof.ckpt_ns);
 }

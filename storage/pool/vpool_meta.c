@@ -219,6 +219,7 @@ int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
                 uint64_t j = i + 1;
                 while (j < cnt && idx[j] == idx[j - 1] + 1 && j - i < 256) j++;
                 vp_mwrite(p, m, buf + i * VP_SECTOR, (j - i) * VP_SECTOR, p->meta_off[copy] + idx[i] * VP_SECTOR);
+                atomic_fetch_add_explicit(&p->prof.meta_bytes, (j - i) * VP_SECTOR, memory_order_relaxed);
                 i = j;
             }
         }
@@ -344,8 +345,10 @@ int vp_checkpoint(struct vpool *p)
 {
     atomic_store(&p->need_checkpoint, 0);
     uint64_t t0 = vp_now_ns();
-    if (vp_sync_members(p) < 0) return -EIO;
+    atomic_fetch_add(&p->prof.checkpoints, 1);
+    int rc = vp_sync_members(p) < 0 ? -EIO : 0;
     atomic_fetch_add(&p->prof.sync_ns, vp_now_ns() - t0);
+    if (rc) goto out;
     atomic_store(&p->unsynced, 0);
     p->unsynced_direct = false;
     p->cow_unsynced = false;
@@ -360,11 +363,14 @@ int vp_checkpoint(struct vpool *p)
     vp_direct_clear(p);
     p->synced_unlogged = false;   /* batch numbers go on, but nothing before is replayed */
     p->gen++;
-    int rc = vp_meta_write(p, false, 0);
-    if (rc) return rc;
-    rc = vp_write_labels(p, 0);
-    if (rc) return rc;
-    p->jpos = 0;
-    if (p->xl) vp_xl_checkpointed(p);
-    return vp_pool_state(p) == VPOOL_FAULTED ? -EIO : 0;
+    rc = vp_meta_write(p, false, 0);
+    if (!rc) rc = vp_write_labels(p, 0);
+    if (!rc) {
+        p->jpos = 0;
+        if (p->xl) vp_xl_checkpointed(p);
+        if (vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
+    }
+out:
+    atomic_fetch_add(&p->prof.ckpt_ns, vp_now_ns() - t0);
+    return rc;
 }
