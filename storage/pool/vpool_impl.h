@@ -231,9 +231,9 @@ struct vpool {
      * commit while it collects them: a commit takes whole requests (whole parity rows
      * for large writes), never a random part of one in progress */
     pthread_rwlock_t put_lock;
-    uint8_t *parena;              /* commit_lock: parity scratch of vp_apply_writes, kept */
+    uint8_t *parena;              /* commit_lock: parity scratch of vp_apply_writes / vp_xl_write, kept */
     size_t parena_cap;            /* bytes */
-    uint8_t *rarena;              /* commit_lock: columns read ahead by vp_apply_writes, kept */
+    uint8_t *rarena;              /* commit_lock: columns read ahead by vp_apply_writes, the log cleaner's copies, kept */
     size_t rarena_cap;
     uint64_t dirty_max;           /* sectors: writers commit themselves above this */
     uint64_t dirty_soft;          /* sectors: the background flusher starts above this */
@@ -441,6 +441,9 @@ int  vp_read_run_locked(struct vpool *p, uint64_t s, unsigned count, uint8_t *bu
  * gapless stretch of a member (vpool_span.c). Members in the page cache. */
 int  vp_read_span(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf);
 int  vp_apply_writes(struct vpool *p, struct vp_wsect *w, size_t n);  /* sorted by sect */
+/* commit_lock's scratch arenas (p->parena, p->rarena): kept, sector aligned */
+int  vp_arena_fit(uint8_t **arena, size_t *cap, size_t need);
+void vp_arena_trim(uint8_t **arena, size_t *cap);   /* lets go of one above 64 MiB */
 int  vp_rebuild_row(struct vpool *p, uint64_t row, uint32_t target_mask);
 int  vp_scrub_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep);
 int  vp_resync_row(struct vpool *p, uint64_t row, uint64_t *rep, uint64_t *unrep);   /* errors not counted */

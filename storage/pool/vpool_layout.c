@@ -353,7 +353,7 @@ static void raidz_row(struct apply_ctx *a, uint64_t row, const uint8_t *nd[][VP_
  * write 1M 0.36-0.41x raw before, 0.51-0.66x after; rand write 4K 0.05-0.07x, 0.06-0.09x. */
 /* An apply whose member writes are many small pieces (random writes) runs them on the
  * workers even so: the hand-off is small next to thousands of pwrites, and the commit is
- * what every writer waits for (bench-vpool rand write 4K, 3 rounds, with arena_fit:
+ * what every writer waits for (bench-vpool rand write 4K, 3 rounds, with vp_arena_fit:
  * 0.08-0.17x raw vs 0.08x inline). */
 #define VP_INLINE_PIECES 64
 static void run_member_jobs(struct vpool *p, const struct vp_job *jobs, int nj, bool here)
@@ -412,22 +412,23 @@ static uint32_t next_run(uint32_t *all)
 
 /* A kept scratch arena of at least need bytes. Grown to the next power of two: commits
  * of random writes vary in size, and an arena sized to each new maximum was allocated
- * again (fresh pages: faults and clearing) by every commit a little larger than the last. */
-static int arena_fit(uint8_t **arena, size_t *cap, size_t need)
+ * again (fresh pages: faults and clearing) by every commit a little larger than the last.
+ * Sector aligned: O_DIRECT members write from it without a bounce copy. */
+int vp_arena_fit(uint8_t **arena, size_t *cap, size_t need)
 {
     if (*cap >= need) return 0;
     size_t sz = 1u << 20;
     while (sz < need) sz *= 2;
     free(*arena);
     *cap = 0;
-    if (posix_memalign((void **)arena, 64, sz)) { *arena = NULL; return -ENOMEM; }
+    if (posix_memalign((void **)arena, VP_SECTOR, sz)) { *arena = NULL; return -ENOMEM; }
     *cap = sz;
     return 0;
 }
 
 /* A rare huge batch does not keep its arena (random write-back commits of the default
  * cache take up to 64 MiB). */
-static void arena_trim(uint8_t **arena, size_t *cap)
+void vp_arena_trim(uint8_t **arena, size_t *cap)
 {
     if (*cap <= (64u << 20)) return;
     free(*arena);
@@ -486,7 +487,7 @@ static struct pre_read *prefetch_rows(struct vpool *p, const struct vp_wsect *ws
     }
     /* one arena kept by the pool (commit_lock): fresh buffers per group cost page faults
      * (up to 18 % of a random-write profile) */
-    if (!oom && any && arena_fit(&p->rarena, &p->rarena_cap, total)) oom = true;
+    if (!oom && any && vp_arena_fit(&p->rarena, &p->rarena_cap, total)) oom = true;
     for (int m = 0; m < p->n && !oom; m++)
         for (size_t k = 0; k < q[m].n; k++) {
             struct rd_req *r = &q[m].r[k];
@@ -552,7 +553,7 @@ static int apply_slice(struct vpool *p, struct vp_wsect *ws, size_t n)
     if (!(a.tmp = xalloc(VP_SECTOR)) || !(a.dpar = xalloc(VP_SECTOR))) rc = -ENOMEM;
     if (!rc && ncols) {   /* worst case: every sector in a row of its own */
         size_t need = n * VP_SECTOR;   /* each run's parity: 4 KiB per position, at most one per sector */
-        rc = arena_fit(&p->parena, &p->parena_cap, need);
+        rc = vp_arena_fit(&p->parena, &p->parena_cap, need);
     }
     if (rc) goto out;
     lock_rows(p, ws, n, held, true);
@@ -591,7 +592,7 @@ static int apply_slice(struct vpool *p, struct vp_wsect *ws, size_t n)
         i = j;
     }
     free(pre);
-    arena_trim(&p->rarena, &p->rarena_cap);
+    vp_arena_trim(&p->rarena, &p->rarena_cap);
     if (a.oom) {   /* nothing queued was written: publish nothing, the commit fails */
         lock_rows(p, ws, n, held, false);
         rc = -ENOMEM;
@@ -615,7 +616,7 @@ static int apply_slice(struct vpool *p, struct vp_wsect *ws, size_t n)
     }
     lock_rows(p, ws, n, held, false);
 out:
-    arena_trim(&p->parena, &p->parena_cap);   /* all written */
+    vp_arena_trim(&p->parena, &p->parena_cap);   /* all written */
     for (int m = 0; m < VP_MAXM; m++) free(a.q[m].e);
     for (int c = 0; c < ncols; c++) free(a.col[c]);
     free(a.tmp); free(a.dpar);

@@ -135,7 +135,9 @@ int vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec **
     if (!rc && nd) rc = place(p, nd, &r, &nr);
     size_t ngroups = 0;
     for (size_t i = 0; i < nr; i++) ngroups += r[i].h;
-    if (!rc && ngroups && posix_memalign((void **)&par, 64, ngroups * VP_SECTOR)) { par = NULL; rc = -ENOMEM; }
+    /* kept (fresh pages fault) and sector aligned (no bounce copy on O_DIRECT members) */
+    if (!rc && ngroups) rc = vp_arena_fit(&p->parena, &p->parena_cap, ngroups * VP_SECTOR);
+    if (!rc && ngroups) par = p->parena;
     size_t pg = 0;
     for (size_t i = 0; i < nr && !rc; i++) {
         const struct xl_range *g = &r[i];
@@ -198,7 +200,8 @@ int vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec **
         pthread_rwlock_unlock(&x->lock);
     }
     settle(x, r, nr);
-    free(dat); free(phys); free(r); free(par);
+    free(dat); free(phys); free(r);
+    vp_arena_trim(&p->parena, &p->parena_cap);
     return rc;
 }
 
@@ -305,10 +308,10 @@ static int clean_round(struct vpool *p, uint64_t want)
         return -ENOSPC;
     }
     struct vp_wsect *ws = malloc((total ? total : 1) * sizeof *ws);
+    /* the copies and one chunk read, in the kept arena: the log writes from it */
     uint8_t *buf = NULL, *chunk = NULL;
-    if (!ws || posix_memalign((void **)&buf, 64, (total ? total : 1) * VP_SECTOR) ||
-        posix_memalign((void **)&chunk, 64, VP_CHUNK))
-        rc = -ENOMEM;
+    if (!ws || vp_arena_fit(&p->rarena, &p->rarena_cap, VP_CHUNK + total * VP_SECTOR)) rc = -ENOMEM;
+    else { chunk = p->rarena; buf = chunk + VP_CHUNK; }
     size_t n = 0;
     for (uint64_t g = 0; g < x->nseg && !rc; g++) if (chosen[g]) rc = read_live(p, g, ws, &n, buf, chunk);
     if (!rc && n) {
@@ -320,7 +323,8 @@ static int clean_round(struct vpool *p, uint64_t want)
         x->moved_sect += n;
         rc = vp_checkpoint(p);
     }
-    free(ws); free(buf); free(chunk); free(chosen);
+    free(ws); free(chosen);
+    vp_arena_trim(&p->rarena, &p->rarena_cap);
     return rc;
 }
 
