@@ -207,30 +207,64 @@ int vp_xl_write(struct vpool *p, struct vp_wsect *ws, size_t n, struct vp_rec **
 
 /* ---------------- cleaner ---------------- */
 
-/* Reads the live sectors of segment g into buf (room for x->live[g]), as ws entries. */
-static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n, uint8_t *buf, uint8_t *chunk)
+/* The pool sectors living in the chunk of row, column c (0 = none); the span [*lo, *hi]
+ * that holds them, *lo = -1 when none does. */
+static void chunk_live(struct vpool *p, uint64_t row, int c, uint32_t *sect, int *lo, int *hi)
 {
     struct vp_xl *x = p->xl;
-    for (uint64_t row = g * VP_SEG_ROWS; row < (g + 1) * VP_SEG_ROWS; row++) {
+    uint64_t ph0 = vp_row_sect0(p, row, c);
+    *lo = *hi = -1;
+    for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
+        uint32_t rs = xl_rmap_get(x, ph0 + w);
+        sect[w] = rs && x->loc[rs - 1] == ph0 + w + 1 ? rs : 0;
+        if (sect[w]) { if (*lo < 0) *lo = (int)w; *hi = (int)w; }
+    }
+}
+
+/* Reads the live sectors of segment g into buf (room for x->live[g]), as ws entries.
+ * scratch: VP_CHUNK + n * VP_SEG_ROWS * VP_CHUNK bytes. A member with live data in most
+ * of its chunks is read in one call over the whole segment, dead sectors and parity
+ * included: on O_DIRECT members 1 MiB reads ran at 3.3 GB/s here, 64 KiB ones at 1.2. */
+static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n, uint8_t *buf, uint8_t *scratch)
+{
+    uint64_t row0 = g * VP_SEG_ROWS;
+    uint8_t *chunk = scratch, *whole = scratch + VP_CHUNK;   /* whole: member m's stretch at m * VP_SEG_ROWS chunks */
+    bool big[VP_MAXM] = { 0 }, big_ok[VP_MAXM] = { 0 };
+    unsigned used[VP_MAXM] = { 0 };
+    for (uint64_t row = row0; row < row0 + VP_SEG_ROWS; row++)
+        for (int c = 0; c < p->ndata; c++) {
+            uint32_t sect[VP_CHUNK_SECT];
+            int lo, hi;
+            chunk_live(p, row, c, sect, &lo, &hi);
+            used[vp_col_member(p, row, c)] += lo >= 0;
+        }
+    for (int m = 0; m < p->n; m++) {
+        big[m] = used[m] * 2 > VP_SEG_ROWS && vp_readable(p, m);
+        big_ok[m] = big[m] && vp_mread(p, m, whole + (size_t)m * VP_SEG_ROWS * VP_CHUNK, (size_t)VP_SEG_ROWS * VP_CHUNK,
+                                       vp_moff(p, row0, 0)) == 0;
+    }
+    for (uint64_t row = row0; row < row0 + VP_SEG_ROWS; row++) {
         for (int c = 0; c < p->ndata; c++) {
             uint64_t ph0 = vp_row_sect0(p, row, c);
             uint32_t sect[VP_CHUNK_SECT];
-            int lo = -1, hi = -1;
-            for (unsigned w = 0; w < VP_CHUNK_SECT; w++) {
-                uint32_t rs = xl_rmap_get(x, ph0 + w);
-                sect[w] = rs && x->loc[rs - 1] == ph0 + w + 1 ? rs : 0;
-                if (sect[w]) { if (lo < 0) lo = (int)w; hi = (int)w; }
-            }
+            int lo, hi;
+            chunk_live(p, row, c, sect, &lo, &hi);
             if (lo < 0) continue;
             int m = vp_col_member(p, row, c);
-            bool rd = vp_readable(p, m) &&
-                      vp_mread(p, m, chunk + lo * VP_SECTOR, (size_t)(hi - lo + 1) * VP_SECTOR, vp_moff(p, row, (unsigned)lo)) == 0;
+            const uint8_t *src = chunk;
+            bool rd;
+            if (big[m]) {
+                src = whole + ((size_t)m * VP_SEG_ROWS + (row - row0)) * VP_CHUNK;
+                rd = big_ok[m];
+            } else
+                rd = vp_readable(p, m) &&
+                     vp_mread(p, m, chunk + lo * VP_SECTOR, (size_t)(hi - lo + 1) * VP_SECTOR, vp_moff(p, row, (unsigned)lo)) == 0;
             for (int w = lo; w <= hi; w++) {
                 if (!sect[w]) continue;
                 uint64_t s = sect[w] - 1;
                 uint32_t cs = vp_csum_get(p, s);
                 uint8_t *d = buf + *n * VP_SECTOR;
-                if (rd && vp_sect_ok(cs, chunk + w * VP_SECTOR)) memcpy(d, chunk + w * VP_SECTOR, VP_SECTOR);
+                if (rd && vp_sect_ok(cs, src + w * VP_SECTOR)) memcpy(d, src + w * VP_SECTOR, VP_SECTOR);
                 else {
                     vp_xl_rdlock(p);
                     int rc = vp_read_phys(p, ph0 + w, cs, d, s, false);
@@ -308,10 +342,11 @@ static int clean_round(struct vpool *p, uint64_t want)
         return -ENOSPC;
     }
     struct vp_wsect *ws = malloc((total ? total : 1) * sizeof *ws);
-    /* the copies and one chunk read, in the kept arena: the log writes from it */
+    /* the copies and read_live's scratch, in the kept arena: the log writes from it */
     uint8_t *buf = NULL, *chunk = NULL;
-    if (!ws || vp_arena_fit(&p->rarena, &p->rarena_cap, VP_CHUNK + total * VP_SECTOR)) rc = -ENOMEM;
-    else { chunk = p->rarena; buf = chunk + VP_CHUNK; }
+    size_t scratch = VP_CHUNK + (size_t)p->n * VP_SEG_ROWS * VP_CHUNK;   /* read_live's */
+    if (!ws || vp_arena_fit(&p->rarena, &p->rarena_cap, scratch + total * VP_SECTOR)) rc = -ENOMEM;
+    else { chunk = p->rarena; buf = chunk + scratch; }
     size_t n = 0;
     for (uint64_t g = 0; g < x->nseg && !rc; g++) if (chosen[g]) rc = read_live(p, g, ws, &n, buf, chunk);
     if (!rc && n) {

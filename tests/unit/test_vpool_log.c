@@ -179,6 +179,35 @@ static void corrupt(struct vpool *p, uint64_t off)
     close(fd);
 }
 
+/* The cleaner reads most of a segment in one call per member: a corrupt sector in such
+ * a read is rebuilt from parity before it moves, not copied with its old checksum (its
+ * new row's parity would then hold the garbage, and the sector be lost). */
+START_TEST(t_log_cleaner_corrupt)
+{
+    struct tdir t;
+    struct vpool *p = make_pool(&t, 16ull << 20, 4ull << 20);
+    uint64_t nblk;
+    nasd_bdev *b = filled_vol(p, 90, &nblk);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    unsigned bad = 0;
+    for (uint64_t blk = 5; blk < nblk; blk += 37, bad++) corrupt(p, blk * 4096);
+    scribble(b, nblk, 1500, 9000, 0);
+    struct vp_xl_stats xs;
+    vp_xl_stats(p, &xs);
+    ck_assert_uint_gt(xs.cleaned_segs, 8);
+    struct vpool_status st;
+    vpool_get_status(p, &st);
+    printf("cleaner over %u corrupt sectors: %llu segments cleaned, %llu repaired\n", bad,
+           (unsigned long long)xs.cleaned_segs, (unsigned long long)st.repaired);
+    ck_assert_uint_gt(st.repaired, 0);
+    ck_assert_uint_eq(st.unrepairable, 0);
+    nasd_bdev_put(b);
+    check_all(p, nblk);
+    vpool_close(p);
+    tdir_remove(&t);
+}
+END_TEST
+
 START_TEST(t_log_repair)
 {
     struct tdir t;
@@ -396,6 +425,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, t_log_overwrite);
     tcase_add_test(tc, t_log_cleaner);
+    tcase_add_test(tc, t_log_cleaner_corrupt);
     tcase_add_test(tc, t_log_repair);
     tcase_add_test(tc, t_log_unmap_snapshot);
     tcase_add_test(tc, t_log_threads);
