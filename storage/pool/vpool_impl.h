@@ -486,7 +486,9 @@ void vp_xl_checkpointed(struct vpool *p);   /* members synced, tables written: e
 size_t vp_xl_drop_locs(struct vp_rec *recs, size_t n);   /* removes VP_REC_LOC records, returns how many are left */
 uint32_t vp_xl_phys_csum(struct vpool *p, uint64_t phys);   /* checksum of what lives at phys, 0 = none */
 bool vp_xl_row_live(struct vpool *p, uint64_t row);
-struct vp_xl_stats { uint64_t nseg, free, pending, cleaned_segs, moved_sect, written_sect, pad_sect; };
+/* clean_reread: sectors the cleaner read again sector by sector (a failed read, a checksum
+ * that did not match), none on a healthy pool */
+struct vp_xl_stats { uint64_t nseg, free, pending, cleaned_segs, moved_sect, written_sect, pad_sect, clean_reread; };
 /* whole-unit snapshot copies that wait for their commit (vpool_xcow.c) */
 bool vp_xcow_ok(struct vpool *p);   /* a log pool with every member online */
 int  vp_xcow_add(struct vpool *p, uint64_t nau, uint64_t old, bool own, uint32_t old_death);

@@ -25,7 +25,7 @@ struct vp_xl {
     /* held exclusive while locations are published, shared by a read that has to
      * repair and by scrub: they see each sector's location and checksum together */
     pthread_rwlock_t lock;
-    uint64_t cleaned_segs, moved_sect, written_sect, pad_sect;
+    uint64_t cleaned_segs, moved_sect, written_sect, pad_sect, clean_reread;
     /* import: physical sectors that replayed records now point to; their parity groups
      * may be torn (written since the last member sync) and are resynced */
     uint64_t *replayed;

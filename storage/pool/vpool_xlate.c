@@ -371,6 +371,6 @@ void vp_xl_stats(struct vpool *p, struct vp_xl_stats *st)
     if (!x) return;
     pthread_mutex_lock(&p->commit_lock);
     *st = (struct vp_xl_stats){ x->nseg, x->nfree, x->npending, x->cleaned_segs, x->moved_sect, x->written_sect,
-                                x->pad_sect };
+                                x->pad_sect, x->clean_reread };
     pthread_mutex_unlock(&p->commit_lock);
 }

@@ -13,7 +13,10 @@
 
 static const uint8_t zero_sect[VP_SECTOR] __attribute__((aligned(64)));
 #define VP_XL_SMALL 64   /* durable commits up to this many sectors journal their data */
-#define VP_XL_CLEAN_MAX 16384u   /* live sectors (64 MiB) a cleaner round copies at most */
+/* live sectors a cleaner round copies at most: 56 MiB, so that with read_live's scratch
+ * (1 MiB per member) the round's arena stays within what the pool keeps (64 MiB,
+ * vp_arena_trim) up to 7 members */
+#define VP_XL_CLEAN_MAX 14336u
 
 /* h consecutive parity groups of one row from offset w0; the data sectors fill the
  * columns one after the other (column c, offset i = data index first + c*h + i), so a
@@ -266,6 +269,7 @@ static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n
                 uint8_t *d = buf + *n * VP_SECTOR;
                 if (rd && vp_sect_ok(cs, src + w * VP_SECTOR)) memcpy(d, src + w * VP_SECTOR, VP_SECTOR);
                 else {
+                    p->xl->clean_reread++;
                     vp_xl_rdlock(p);
                     int rc = vp_read_phys(p, ph0 + w, cs, d, s, false);
                     vp_xl_unlock(p);

@@ -147,6 +147,7 @@ START_TEST(t_log_cleaner)
            (unsigned long long)xs.cleaned_segs, (unsigned long long)xs.moved_sect, (unsigned long long)xs.written_sect,
            (unsigned long long)xs.pad_sect);
     ck_assert_uint_gt(xs.cleaned_segs, 0);
+    ck_assert_uint_eq(xs.clean_reread, 0);   /* every read of a healthy pool right (offsets too) */
     nasd_bdev_put(b);
     check_all(p, nblk);
     vpool_scrub_start(p);
@@ -197,9 +198,11 @@ START_TEST(t_log_cleaner_corrupt)
     ck_assert_uint_gt(xs.cleaned_segs, 8);
     struct vpool_status st;
     vpool_get_status(p, &st);
-    printf("cleaner over %u corrupt sectors: %llu segments cleaned, %llu repaired\n", bad,
-           (unsigned long long)xs.cleaned_segs, (unsigned long long)st.repaired);
+    printf("cleaner over %u corrupt sectors: %llu segments cleaned, %llu repaired, %llu read again\n", bad,
+           (unsigned long long)xs.cleaned_segs, (unsigned long long)st.repaired, (unsigned long long)xs.clean_reread);
     ck_assert_uint_gt(st.repaired, 0);
+    /* only the corrupt ones: a wrong offset would make good sectors fail and read again */
+    ck_assert_uint_le(xs.clean_reread, bad);
     ck_assert_uint_eq(st.unrepairable, 0);
     nasd_bdev_put(b);
     check_all(p, nblk);
