@@ -15,7 +15,17 @@ use_asan_build() {
   echo "using the ASan+UBSan build in $B"
 }
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# fail MSG: the test fails; when it started nasd, says whether nasd still runs and shows
+# the end of its log (CI keeps only this output: a crash shows there, not in a lost file)
+fail() {
+  echo "FAIL: $*" >&2
+  if [ -n "${NASD_LOG:-}" ] && [ -f "$NASD_LOG" ]; then
+    [ -n "${NASD_PID:-}" ] && ! kill -0 "$NASD_PID" 2>/dev/null && echo "nasd (pid $NASD_PID) is not running" >&2
+    echo "---- last lines of $NASD_LOG" >&2
+    tail -n 40 "$NASD_LOG" >&2
+  fi
+  exit 1
+}
 
 . "$(dirname "${BASH_SOURCE[0]}")/../ports.sh"
 # A TCP port nobody listens on, from the tests' range (tests/ports.sh); ports given as
@@ -43,6 +53,7 @@ start_nasd() {
     NFS_PORT=${NFS_PORT:-$(free_port)}
     MOUNT_PORT=${MOUNT_PORT:-$(free_port)}
     API=http://127.0.0.1:$HTTP_PORT/api/v1
+    NASD_LOG=$dir/nasd.log
     local logpos=$(stat -c %s "$dir/nasd.log" 2>/dev/null || echo 0)
     "$NASD" --listen 127.0.0.1:$HTTP_PORT --db "$dir/nasd.db" --state-dir "$dir" --web-dir "$ROOT/web" \
       --iscsi-portal 127.0.0.1:$ISCSI_PORT --nfs-bind 127.0.0.1 --nfs-port $NFS_PORT --mount-port $MOUNT_PORT \
