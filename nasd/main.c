@@ -5,6 +5,7 @@
 #include "nasd/appliance/appliance.h"
 #include "nasd/appliance/config.h"
 #include "nasd/appliance/exposure.h"
+#include "util/crash.h"
 #include "util/log.h"
 #include "nasd/appliance/monitor.h"
 #include "selftest/selftest.h"
@@ -105,6 +106,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    crash_report_install();
 
     raise_nofile();
     static struct appliance app;
