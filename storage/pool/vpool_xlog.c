@@ -234,12 +234,12 @@ static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n
     uint8_t *chunk = scratch, *whole = scratch + VP_CHUNK;   /* whole: member m's stretch at m * VP_SEG_ROWS chunks */
     bool big[VP_MAXM] = { 0 }, big_ok[VP_MAXM] = { 0 };
     unsigned used[VP_MAXM] = { 0 };
-    for (uint64_t row = row0; row < row0 + VP_SEG_ROWS; row++)
+    /* what lives where, once: which members to read whole depends on all of it */
+    struct { uint32_t sect[VP_CHUNK_SECT]; int lo, hi; } live[VP_SEG_ROWS][VP_MAXM - 1];
+    for (unsigned r = 0; r < VP_SEG_ROWS; r++)
         for (int c = 0; c < p->ndata; c++) {
-            uint32_t sect[VP_CHUNK_SECT];
-            int lo, hi;
-            chunk_live(p, row, c, sect, &lo, &hi);
-            used[vp_col_member(p, row, c)] += lo >= 0;
+            chunk_live(p, row0 + r, c, live[r][c].sect, &live[r][c].lo, &live[r][c].hi);
+            used[vp_col_member(p, row0 + r, c)] += live[r][c].lo >= 0;
         }
     for (int m = 0; m < p->n; m++) {
         big[m] = used[m] * 2 > VP_SEG_ROWS && vp_readable(p, m);
@@ -249,9 +249,8 @@ static int read_live(struct vpool *p, uint64_t g, struct vp_wsect *ws, size_t *n
     for (uint64_t row = row0; row < row0 + VP_SEG_ROWS; row++) {
         for (int c = 0; c < p->ndata; c++) {
             uint64_t ph0 = vp_row_sect0(p, row, c);
-            uint32_t sect[VP_CHUNK_SECT];
-            int lo, hi;
-            chunk_live(p, row, c, sect, &lo, &hi);
+            const uint32_t *sect = live[row - row0][c].sect;
+            int lo = live[row - row0][c].lo, hi = live[row - row0][c].hi;
             if (lo < 0) continue;
             int m = vp_col_member(p, row, c);
             const uint8_t *src = chunk;
