@@ -32,9 +32,12 @@ n=$($P hold 127.0.0.1 $NP 20 127.0.0.1) || fail "hold"
 n=$($P hold 127.0.0.1 $NP 20 127.0.0.2) || fail "hold"
 [ "$n" = 8 ] || fail "second address: $n open, want 8"
 # both addresses at once: 8 + 4 = the total cap of 12
-sleep 0.5   # the closes above reach the server first
-$P hold 127.0.0.1 $NP 8 127.0.0.1 > "$TMP/h1" & h1=$!
-sleep 0.3
+for _ in $(seq 100); do [ "$(fds)" -le "$base" ] && break; sleep 0.05; done   # the closes above reached the server
+# the first address's 8 are accepted before the third address dials (a fixed pause lost that
+# race on a loaded machine: the third address took 8 and left the first 4)
+$P hold 127.0.0.1 $NP 8 127.0.0.1 2 > "$TMP/h1" & h1=$!   # 2 s: below the idle timeout
+for _ in $(seq 100); do [ "$(fds)" -ge $((base + 8)) ] && break; sleep 0.05; done
+[ "$(fds)" -ge $((base + 8)) ] || fail "the server did not accept the first address's 8 connections"
 n=$($P hold 127.0.0.1 $NP 20 127.0.0.3)
 wait $h1
 [ "$(cat "$TMP/h1")" = 8 ] || fail "first address held $(cat "$TMP/h1"), want 8"

@@ -5,8 +5,8 @@ server does with odd input). Subcommands print one result line; exit 0 if it hol
   rpcprobe.py null HOST PORT PROG VERS              NULL call answered
   rpcprobe.py mnt HOST PORT PATH                    prints the mountstat3 of MNT PATH
   rpcprobe.py dump HOST PORT                        prints the number of DUMP entries
-  rpcprobe.py hold HOST PORT N [SRC]                opens N connections (from SRC), prints how many
-                                                    the server left open after 1 s
+  rpcprobe.py hold HOST PORT N [SRC [SECONDS]]      opens N connections (from SRC), prints how many
+                                                    the server left open after SECONDS (1)
   rpcprobe.py closed HOST PORT SECONDS              a silent connection is closed by the server
                                                     within SECONDS
 """
@@ -95,7 +95,7 @@ def main(a):
                 socks.append(dial(host, port, a[4] if len(a) > 4 else None))
             except OSError:
                 pass
-        time.sleep(1)
+        time.sleep(float(a[5]) if len(a) > 5 else 1)
         print(sum(1 for s in socks if not is_closed(s, 0)))
         for s in socks:
             s.close()
