@@ -169,6 +169,7 @@ json_t *ceph_pool_list(struct ceph_pool *cp, int datasets)
         rados_release_read_op(op);
         if (rc || prval) {
             if (rc != -ENOENT && prval != -ENOENT) log_warn("ceph %s: reading %s: %s", cp->name, CEPH_CONFIG_OBJ, strerror(-(rc ? rc : prval)));
+            if (it) rados_omap_get_end(it);   /* set up with the op even when the read fails */
             break;
         }
         char *k, *v;

@@ -62,7 +62,8 @@ daemons_stop() {
   done
   for pid in $pids; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
+    # only one still running: a pid that already exited may name another process by now
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
   done
 }
 
