@@ -1,6 +1,7 @@
 /* Fatal-signal report (crash.h): async-signal-safe writes and backtrace_symbols_fd only;
- * the handler runs once (SA_RESETHAND) on its own stack (a stack overflow still reports)
- * and re-raises the signal for the default action (core, exit status). */
+ * the handler runs once (SA_RESETHAND), on the main thread on a stack of its own (an
+ * overflow of that stack still reports), and re-raises the signal for the default action
+ * (core, exit status). Not in ASan builds: ASan's own SEGV report says more. */
 #define _GNU_SOURCE   /* sigabbrev_np */
 #include "util/crash.h"
 #include <execinfo.h>
@@ -31,6 +32,9 @@ static void on_fatal(int sig)
 
 void crash_report_install(void)
 {
+#ifdef __SANITIZE_ADDRESS__
+    return;
+#endif
     static char altstack[64 * 1024];
     stack_t ss = { .ss_sp = altstack, .ss_size = sizeof altstack };
     sigaltstack(&ss, NULL);
