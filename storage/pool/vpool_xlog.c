@@ -346,12 +346,12 @@ static int clean_round(struct vpool *p, uint64_t want)
     }
     struct vp_wsect *ws = malloc((total ? total : 1) * sizeof *ws);
     /* the copies and read_live's scratch, in the kept arena: the log writes from it */
-    uint8_t *buf = NULL, *chunk = NULL;
-    size_t scratch = VP_CHUNK + (size_t)p->n * VP_SEG_ROWS * VP_CHUNK;   /* read_live's */
-    if (!ws || vp_arena_fit(&p->rarena, &p->rarena_cap, scratch + total * VP_SECTOR)) rc = -ENOMEM;
-    else { chunk = p->rarena; buf = chunk + scratch; }
+    uint8_t *buf = NULL, *scratch = NULL;
+    size_t scratch_len = VP_CHUNK + (size_t)p->n * VP_SEG_ROWS * VP_CHUNK;   /* read_live's */
+    if (!ws || vp_arena_fit(&p->rarena, &p->rarena_cap, scratch_len + total * VP_SECTOR)) rc = -ENOMEM;
+    else { scratch = p->rarena; buf = scratch + scratch_len; }
     size_t n = 0;
-    for (uint64_t g = 0; g < x->nseg && !rc; g++) if (chosen[g]) rc = read_live(p, g, ws, &n, buf, chunk);
+    for (uint64_t g = 0; g < x->nseg && !rc; g++) if (chosen[g]) rc = read_live(p, g, ws, &n, buf, scratch);
     if (!rc && n) {
         qsort(ws, n, sizeof *ws, vp_cmp_wsect);   /* pool order: runs stay runs */
         rc = vp_xl_write(p, ws, n, NULL, NULL);   /* the checkpoint below records where they went */
