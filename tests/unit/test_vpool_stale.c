@@ -24,12 +24,12 @@ static uint64_t nsect;
 static _Atomic uint64_t *acked, *started;
 static _Atomic int stop, bad;
 
+/* the shared pattern of (sector, version), headed by both so that a reader can name them */
 static void stamp(uint8_t *b, uint64_t s, uint64_t ver)
 {
-    uint64_t x = s * 0x9E3779B97F4A7C15ull + ver;
+    fill_block(b, s * 4096, ver);
     memcpy(b, &s, 8);
     memcpy(b + 8, &ver, 8);
-    for (int i = 16; i < 4096; i += 8) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; memcpy(b + i, &x, 8); }
 }
 
 /* 0 if b is sector s at a version in [lo, hi] (never written: zeros while lo is 0) */
