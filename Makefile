@@ -84,7 +84,7 @@ run: build
 	scripts/run-demo.sh
 
 test: build
-	@scripts/run-tests.sh $(UNIT_BINS)
+	@scripts/run-tests.sh $(UNIT_BINS) $(ASAN_UNITS:%=$(BA)/%)
 
 unit: all $(UNIT_BINS)
 	@UNIT_ONLY=1 scripts/run-tests.sh $(UNIT_BINS)

@@ -28,8 +28,9 @@ if [ -z "$INTEGRATION_ONLY" ]; then
   echo "== layout"   # folder include cycles, header comments
   if scripts/check-layout.sh; then pass=$((pass+1)); else fail=$((fail+1)); failed+=(layout); fi
   for t in "$@"; do
-    echo "== unit $(basename "$t")"
-    if run_logged "$(basename "$t")" 300 "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
+    name=$(basename "$t"); [[ "$t" == *asan/* ]] && name="$name.asan"   # mk/asan.mk's ASAN_UNITS
+    echo "== unit $name"
+    if run_logged "$name" 300 "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
   done
 fi
 side_lane() {   # scripts...: one after another, output only to their logs; one result line each

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ceph_pool *ceph_of(struct storage *st, const char *name, int *is_ceph, char *err, size_t errlen)
+struct ceph_pool *ceph_of(struct storage *st, struct pool_ref *r, const char *name, int *is_ceph, char *err, size_t errlen)
 {
-    struct pool *p = find_pool(st, name);
+    struct pool *p = pool_hold(st, r, name);
     *is_ceph = p && p->is_ceph;
     if (!*is_ceph) return NULL;
     pthread_mutex_lock(&st->lock);

@@ -58,11 +58,12 @@ void storage_dataset_path(struct storage *st, const char *pool, const char *name
 int storage_dataset_create(struct storage *st, const char *pool, const char *name, int lz4,
                            char *err, size_t errlen)
 {
+    POOL_REF(r);
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, errlen);
     if (is_ceph) return !cp ? -ENXIO : lz4 ? (snprintf(err, errlen, "ceph pools do not compress (lz4)"), -EINVAL)
                                            : ceph_dataset_create(cp, name, err, errlen);
-    struct vpool *vp = engine(st, pool, err, errlen);
+    struct vpool *vp = engine(st, &r, pool, err, errlen);
     if (!vp) return -ENOENT;
     char vol[64];
     if (ds_volume(name, vol, sizeof vol)) {
@@ -130,7 +131,8 @@ int datasets_busy(struct storage *st, struct pool *p, const char *name, char *er
 
 int storage_dataset_destroy(struct storage *st, const char *pool, const char *name, char *err, size_t errlen)
 {
-    struct pool *p = find_pool(st, pool);
+    POOL_REF(r);
+    struct pool *p = pool_hold(st, &r, pool);
     if (!p) { snprintf(err, errlen, "pool %s not found", pool); return -ENOENT; }
     int busy = datasets_busy(st, p, name, err, errlen);
     if (busy) return busy;
@@ -144,7 +146,7 @@ int storage_dataset_destroy(struct storage *st, const char *pool, const char *na
     pthread_mutex_unlock(&st->lock);
     if (p->is_ceph) {
         int is_ceph;
-        struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+        struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, errlen);
         return cp ? ceph_dataset_destroy(cp, name, err, errlen) : -ENXIO;
     }
     char vol[64];
@@ -199,7 +201,8 @@ static struct nasd_fsroot *open_backend(struct storage *st, struct pool *p, cons
 struct nasd_fsroot *storage_dataset_open(struct storage *st, const char *pool, const char *name,
                                          uint64_t fsid, uint64_t quota, int *errp)
 {
-    struct pool *p = find_pool(st, pool);
+    POOL_REF(r);
+    struct pool *p = pool_hold(st, &r, pool);
     if (!p) { *errp = -ENOENT; return NULL; }
     pthread_mutex_lock(&st->lock);
     struct open_dataset *d = p->datasets;
@@ -225,7 +228,8 @@ struct nasd_fsroot *storage_dataset_open(struct storage *st, const char *pool, c
 
 void storage_dataset_idle(struct storage *st, const char *pool, const char *name)
 {
-    struct pool *p = find_pool(st, pool);
+    POOL_REF(r);
+    struct pool *p = pool_hold(st, &r, pool);
     if (!p || !p->is_ceph) return;
     pthread_mutex_lock(&st->lock);   /* storage_dataset_open takes references under it too */
     for (struct open_dataset *d = p->datasets; d; d = d->next)
@@ -235,20 +239,22 @@ void storage_dataset_idle(struct storage *st, const char *pool, const char *name
 
 uint64_t storage_dataset_allocated(struct storage *st, const char *pool, const char *name)
 {
+    POOL_REF(r);
     char err[256], vol[64];
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, sizeof err);
     if (is_ceph) return cp ? ceph_dataset_allocated(cp, name) : 0;
-    struct vpool *vp = engine(st, pool, err, sizeof err);
+    struct vpool *vp = engine(st, &r, pool, err, sizeof err);
     return vp && !ds_volume(name, vol, sizeof vol) ? vol_allocated(vp, vol) : 0;
 }
 
 json_t *storage_pool_datasets(struct storage *st, const char *name)
 {
+    POOL_REF(r);
     char err[256];
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, name, &is_ceph, err, sizeof err);
+    struct ceph_pool *cp = ceph_of(st, &r, name, &is_ceph, err, sizeof err);
     if (is_ceph) return cp ? ceph_pool_list(cp, 1) : NULL;
-    struct vpool *vp = engine(st, name, err, sizeof err);
+    struct vpool *vp = engine(st, &r, name, err, sizeof err);
     return vp ? volume_list(vp, 1) : NULL;
 }

@@ -132,7 +132,8 @@ int member_probe(struct storage *st, const char *path, json_t *found)
     }
     int verdict = MEMBER_FREE;
     if (pk.has_label) {
-        struct pool *p = find_pool(st, pk.name);
+        POOL_REF(r);
+        struct pool *p = pool_hold(st, &r, pk.name);
         struct vpool_status s;
         int here = p && p->vp && vpool_get_status(p->vp, &s) == 0 && !memcmp(s.uuid, pk.uuid, 16);
         if (here) {

@@ -22,10 +22,10 @@ static int engine_name(const char *obj, int is_ds, char *out, char *err, size_t 
     return 0;
 }
 
-static int prep(struct storage *st, const char *pool, const char *obj, int is_ds, struct vpool **vp, char *vol,
-                char *err, size_t errlen)
+static int prep(struct storage *st, struct pool_ref *r, const char *pool, const char *obj, int is_ds, struct vpool **vp,
+                char *vol, char *err, size_t errlen)
 {
-    *vp = engine(st, pool, err, errlen);
+    *vp = engine(st, r, pool, err, errlen);
     if (!*vp) return -ENOENT;
     return engine_name(obj, is_ds, vol, err, errlen);
 }
@@ -33,10 +33,10 @@ static int prep(struct storage *st, const char *pool, const char *obj, int is_ds
 
 /* Ceph pools: RBD snapshots of the same image names (storage/ceph). *is_ceph says whether
  * the pool is one; NULL with a message when it is but the cluster cannot be reached. */
-static struct ceph_pool *rbd_pool(struct storage *st, const char *pool, const char *obj, int is_ds, char *img,
-                                  int *is_ceph, int *rc, char *err, size_t errlen)
+static struct ceph_pool *rbd_pool(struct storage *st, struct pool_ref *r, const char *pool, const char *obj, int is_ds,
+                                  char *img, int *is_ceph, int *rc, char *err, size_t errlen)
 {
-    struct ceph_pool *cp = ceph_of(st, pool, is_ceph, err, errlen);
+    struct ceph_pool *cp = ceph_of(st, r, pool, is_ceph, err, errlen);
     *rc = !*is_ceph ? 0 : !cp ? -ENXIO : engine_name(obj, is_ds, img, err, errlen);
     return *rc ? NULL : cp;
 }
@@ -65,17 +65,18 @@ static int do_snap(void *arg) { struct snap_arg *a = arg; return vpool_snap_crea
 int storage_snap_create(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                         char *err, size_t errlen)
 {
+    POOL_REF(r);
     struct vpool *vp = NULL;
     char vol[64];
     int is_ceph, rc;
-    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
-    if (!is_ceph && (rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen)) != 0) return rc;
+    struct ceph_pool *cp = rbd_pool(st, &r, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
+    if (!is_ceph && (rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen)) != 0) return rc;
     if (is_ceph && !cp) return rc;
     struct snap_arg a = { vp, vol, snap };
     struct ceph_snap_arg ca = { cp, vol, snap, err, errlen };
     struct nasd_fsroot *fs = NULL;
     if (is_ds) {
-        struct pool *p = find_pool(st, pool);
+        struct pool *p = pool_hold(st, &r, pool);
         pthread_mutex_lock(&st->lock);
         for (struct open_dataset *d = p ? p->datasets : NULL; d; d = d->next)
             if (!strcmp(d->name, obj)) fs = nasd_fsroot_get(d->fs);
@@ -94,12 +95,13 @@ int storage_snap_create(struct storage *st, const char *pool, const char *obj, i
 int storage_snap_destroy(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                          char *err, size_t errlen)
 {
+    POOL_REF(r);
     struct vpool *vp;
     char vol[64];
     int is_ceph, rc;
-    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
+    struct ceph_pool *cp = rbd_pool(st, &r, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
     if (is_ceph) return cp ? ceph_snap_destroy(cp, vol, snap, err, errlen) : rc;
-    rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen);
     if (!rc) rc = vpool_snap_destroy(vp, vol, snap);
     for (int i = 0; rc == -EBUSY && i < 50; i++) {   /* a just-removed export may still hold it */
         usleep(20000);
@@ -119,16 +121,17 @@ static json_t *info_json(const struct vpool_snap_info *s)
 
 json_t *storage_snap_list(struct storage *st, const char *pool, const char *obj, int is_ds, int *errp)
 {
+    POOL_REF(r);
     struct vpool *vp;
     char vol[64], err[256];
     int is_ceph, rc;
-    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, sizeof err);
+    struct ceph_pool *cp = rbd_pool(st, &r, pool, obj, is_ds, vol, &is_ceph, &rc, err, sizeof err);
     if (is_ceph) {
         if (cp) return ceph_snap_list(cp, vol, NULL, errp);
         *errp = rc;
         return NULL;
     }
-    rc = prep(st, pool, obj, is_ds, &vp, vol, err, sizeof err);
+    rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, sizeof err);
     int n = rc ? rc : vpool_snap_list(vp, vol, NULL, 0);
     if (n < 0) { *errp = n; return NULL; }
     struct vpool_snap_info *si = calloc(n ? n : 1, sizeof *si);
@@ -142,10 +145,11 @@ json_t *storage_snap_list(struct storage *st, const char *pool, const char *obj,
 
 json_t *storage_snap_get(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap, int *errp)
 {
+    POOL_REF(r);
     struct vpool *vp;
     char vol[64], err[256];
     int is_ceph, rc;
-    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, sizeof err);
+    struct ceph_pool *cp = rbd_pool(st, &r, pool, obj, is_ds, vol, &is_ceph, &rc, err, sizeof err);
     if (is_ceph) {
         json_t *one = cp ? ceph_snap_list(cp, vol, snap, errp) : NULL;
         if (!cp) *errp = rc;
@@ -153,7 +157,7 @@ json_t *storage_snap_get(struct storage *st, const char *pool, const char *obj, 
         json_decref(one);
         return s0;
     }
-    rc = prep(st, pool, obj, is_ds, &vp, vol, err, sizeof err);
+    rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, sizeof err);
     struct vpool_snap_info si;
     if (!rc) rc = vpool_snap_info(vp, vol, snap, &si);
     if (rc) { *errp = rc; return NULL; }
@@ -180,16 +184,17 @@ static void forget_dataset(struct storage *st, const char *pool, const char *obj
 int storage_snap_rollback(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                           char *err, size_t errlen)
 {
+    POOL_REF(r);
     struct vpool *vp;
     char vol[64];
     int is_ceph, rc;
-    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
+    struct ceph_pool *cp = rbd_pool(st, &r, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
     if (is_ceph) {
         if (!cp) return rc;
         if (is_ds) forget_dataset(st, pool, obj);   /* also lets go of the image's lock */
         return ceph_snap_rollback(cp, vol, snap, err, errlen);
     }
-    rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen);
     if (rc) return rc;
     if (is_ds) forget_dataset(st, pool, obj);
     rc = vpool_snap_rollback(vp, vol, snap);
@@ -199,15 +204,16 @@ int storage_snap_rollback(struct storage *st, const char *pool, const char *obj,
 int storage_snap_clone(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                        const char *clone, char *err, size_t errlen)
 {
+    POOL_REF(r);
     struct vpool *vp;
     char vol[64], cvol[64];
     int is_ceph, rc;
-    struct ceph_pool *cp = rbd_pool(st, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
+    struct ceph_pool *cp = rbd_pool(st, &r, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
     if (is_ceph) {
         if (!cp || (rc = engine_name(clone, is_ds, cvol, err, errlen)) != 0) return rc;
         return ceph_clone(cp, vol, snap, cvol, is_ds ? "dataset" : "volume", clone, err, errlen);
     }
-    rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen);
     if (!rc) rc = engine_name(clone, is_ds, cvol, err, errlen);
     if (!rc && (rc = vpool_snap_clone(vp, vol, snap, cvol))) msg(rc, err, errlen, pool, obj, snap, "clone");
     return rc;
@@ -241,9 +247,10 @@ static int fd_source(void *ctx, void *buf, size_t len)
 int storage_snap_send(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                       const char *from, int fd, char *err, size_t errlen)
 {
+    POOL_REF(r);
     struct vpool *vp;
     char vol[64];
-    int rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    int rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen);
     if (!rc && (rc = vpool_send(vp, vol, snap, from, fd_sink, &fd)))
         msg(rc, err, errlen, pool, obj, snap, rc == -EINVAL ? "send (from must be an older snapshot)" : "send");
     return rc;
@@ -252,9 +259,10 @@ int storage_snap_send(struct storage *st, const char *pool, const char *obj, int
 int storage_snap_receive(struct storage *st, const char *pool, const char *obj, int is_ds, int fd, int force,
                          char *snap_out, char *err, size_t errlen)
 {
+    POOL_REF(r);
     struct vpool *vp;
     char vol[64];
-    int rc = prep(st, pool, obj, is_ds, &vp, vol, err, errlen);
+    int rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen);
     if (!rc && is_ds) forget_dataset(st, pool, obj);
     if (!rc) rc = vpool_receive(vp, vol, force, fd_source, &fd, snap_out, err, errlen);
     return rc;
@@ -263,15 +271,16 @@ int storage_snap_receive(struct storage *st, const char *pool, const char *obj, 
 nasd_bdev *storage_snap_open_volume(struct storage *st, const char *pool, const char *vol, const char *snap,
                                     uint32_t block_size, int *errp)
 {
+    POOL_REF(r);
     char err[256];
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, sizeof err);
     if (is_ceph) {
         if (cp) return ceph_snap_open(cp, vol, snap, block_size, errp);
         *errp = -ENXIO;
         return NULL;
     }
-    struct vpool *vp = engine(st, pool, err, sizeof err);
+    struct vpool *vp = engine(st, &r, pool, err, sizeof err);
     if (!vp) { *errp = -ENOENT; return NULL; }
     return vpool_snap_open(vp, vol, snap, block_size, errp);
 }
@@ -279,10 +288,11 @@ nasd_bdev *storage_snap_open_volume(struct storage *st, const char *pool, const 
 struct nasd_fsroot *storage_snap_open_dataset(struct storage *st, const char *pool, const char *ds, const char *snap,
                                               uint64_t fsid, int *errp)
 {
+    POOL_REF(r);
     char err[256], vol[64], full[200];
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
-    struct vpool *vp = is_ceph ? NULL : engine(st, pool, err, sizeof err);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, sizeof err);
+    struct vpool *vp = is_ceph ? NULL : engine(st, &r, pool, err, sizeof err);
     if (!vp && !cp) { *errp = is_ceph ? -ENXIO : -ENOENT; return NULL; }
     if ((*errp = engine_name(ds, 1, vol, err, sizeof err))) return NULL;
     nasd_bdev *b = cp ? ceph_snap_open(cp, vol, snap, 4096, errp) : vpool_snap_open(vp, vol, snap, 4096, errp);
@@ -298,10 +308,11 @@ struct nasd_fsroot *storage_snap_open_dataset(struct storage *st, const char *po
 
 int storage_volume_origin(struct storage *st, const char *pool, const char *obj, int is_ds, char *ovol, char *osnap)
 {
+    POOL_REF(r);
     char err[256], vol[64];
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
-    struct vpool *vp = is_ceph ? NULL : engine(st, pool, err, sizeof err);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, sizeof err);
+    struct vpool *vp = is_ceph ? NULL : engine(st, &r, pool, err, sizeof err);
     if ((!vp && !cp) || engine_name(obj, is_ds, vol, err, sizeof err)) return -ENOENT;
     int rc = cp ? ceph_image_origin(cp, vol, ovol, osnap) : vpool_vol_origin(vp, vol, ovol, osnap);
     if (!rc && is_ds && ovol[0] == '.') memmove(ovol, ovol + 1, strlen(ovol));

@@ -32,6 +32,7 @@ struct storage *storage_new(const char *state_dir, uint64_t cache_bytes, uint64_
     st->cache_bytes = cache_bytes;
     st->dirty_bytes = dirty_bytes;
     pthread_mutex_init(&st->lock, NULL);
+    pthread_cond_init(&st->pool_cv, NULL);
     heartbeat_start(st);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/pools", state_dir);
@@ -57,6 +58,7 @@ void storage_free(struct storage *st)
         free(p);
     }
     pthread_mutex_destroy(&st->lock);
+    pthread_cond_destroy(&st->pool_cv);
     free(st);
 }
 
@@ -69,9 +71,33 @@ struct pool *find_pool(struct storage *st, const char *name)
     return p;
 }
 
-struct vpool *engine(struct storage *st, const char *name, char *err, size_t errlen)
+struct pool *pool_hold(struct storage *st, struct pool_ref *r, const char *name)
 {
-    struct pool *p = find_pool(st, name);
+    if (r->p) return r->p;
+    pthread_mutex_lock(&st->lock);
+    struct pool *p = st->pools;
+    while (p && strcmp(p->name, name)) p = p->next;
+    if (p && p->closing) p = NULL;
+    if (p) {
+        p->refs++;
+        *r = (struct pool_ref){ st, p };
+    }
+    pthread_mutex_unlock(&st->lock);
+    return p;
+}
+
+void pool_ref_drop(struct pool_ref *r)
+{
+    if (!r->p) return;
+    pthread_mutex_lock(&r->st->lock);
+    if (--r->p->refs == 0 || r->p->closing) pthread_cond_broadcast(&r->st->pool_cv);
+    pthread_mutex_unlock(&r->st->lock);
+    r->p = NULL;
+}
+
+struct vpool *engine(struct storage *st, struct pool_ref *r, const char *name, char *err, size_t errlen)
+{
+    struct pool *p = pool_hold(st, r, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return NULL; }
     if (p->is_ceph) { snprintf(err, errlen, "pool %s is on a Ceph cluster: this is for local pools only", name); return NULL; }
     if (!p->vp) snprintf(err, errlen, "pool %s is not available: %s", name, p->import_error);
@@ -241,11 +267,24 @@ int rm_tree(int dirfd, const char *name)
 
 int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t errlen)
 {
-    struct pool *p = find_pool(st, name);
+    POOL_REF(r);
+    struct pool *p = pool_hold(st, &r, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return -ENOENT; }
     int rc = datasets_busy(st, p, NULL, err, errlen);
     if (rc) return rc;
+    /* no new storage call on it, and none still running (a snapshot task, a send stream) */
     pthread_mutex_lock(&st->lock);
+    p->closing = 1;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 2;
+    while (p->refs > 1 && pthread_cond_timedwait(&st->pool_cv, &st->lock, &dl) != ETIMEDOUT) {}
+    if (p->refs > 1) {
+        p->closing = 0;
+        pthread_mutex_unlock(&st->lock);
+        snprintf(err, errlen, "pool %s is in use (a snapshot task or a send is running); nothing was deleted", name);
+        return -EBUSY;
+    }
     datasets_close_all(p);   /* only the storage's references: reopened on demand if the destroy fails */
     p->hb_off = 1;           /* no heartbeat may overwrite the "destroyed" mark below */
     pthread_mutex_unlock(&st->lock);
@@ -263,7 +302,10 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
             rc = vpool_destroy(p->vp);
         }
         if (rc) {
+            pthread_mutex_lock(&st->lock);
             p->hb_off = 0;
+            p->closing = 0;
+            pthread_mutex_unlock(&st->lock);
             snprintf(err, errlen, "pool %s: %s; nothing was deleted", name,
                      rc == -EBUSY ? "a volume is still open (an iSCSI export?)" : strerror(-rc));
             return rc;
@@ -277,6 +319,7 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
     while (*pp != p) pp = &(*pp)->next;
     *pp = p->next;
     pthread_mutex_unlock(&st->lock);
+    r.p = NULL;   /* freed below: nothing to drop */
     char d[PATH_MAX];
     pool_dir(st, name, NULL, NULL, d, sizeof d);
     rm_tree(AT_FDCWD, d);
@@ -286,12 +329,13 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
 
 json_t *storage_pool_status(struct storage *st, const char *name)
 {
-    struct pool *p = find_pool(st, name);
+    POOL_REF(r);
+    struct pool *p = pool_hold(st, &r, name);
     if (!p) return NULL;
     if (p->is_ceph) {
         char err[256];
         int is_ceph;
-        struct ceph_pool *cp = ceph_of(st, name, &is_ceph, err, sizeof err);
+        struct ceph_pool *cp = ceph_of(st, &r, name, &is_ceph, err, sizeof err);
         if (cp) return ceph_pool_status(cp);
         return json_pack("{s:s, s:s, s:I, s:I, s:I, s:[]}", "state", "FAULTED", "error", p->import_error,
                          "size", (json_int_t)0, "allocated", (json_int_t)0, "free", (json_int_t)0, "members");
@@ -326,7 +370,8 @@ json_t *storage_pool_status(struct storage *st, const char *name)
 
 int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t errlen)
 {
-    struct vpool *vp = engine(st, name, err, errlen);
+    POOL_REF(r);
+    struct vpool *vp = engine(st, &r, name, err, errlen);
     if (!vp) return -ENOENT;
     int rc = vpool_scrub_start(vp);
     if (rc == -EBUSY) snprintf(err, errlen, "a scrub or resilver is already running on %s", name);
@@ -336,7 +381,8 @@ int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t e
 
 int storage_pool_clear(struct storage *st, const char *name, char *err, size_t errlen)
 {
-    struct vpool *vp = engine(st, name, err, errlen);
+    POOL_REF(r);
+    struct vpool *vp = engine(st, &r, name, err, errlen);
     if (!vp) return -ENOENT;
     int rc = vpool_clear(vp);
     if (rc == -EBUSY) snprintf(err, errlen, "a scrub or resilver is running on %s", name);
@@ -347,8 +393,9 @@ int storage_pool_clear(struct storage *st, const char *name, char *err, size_t e
 int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
                         uint64_t create_size, char *err, size_t errlen)
 {
-    struct pool *p = find_pool(st, name);
-    struct vpool *vp = engine(st, name, err, errlen);
+    POOL_REF(r);
+    struct pool *p = pool_hold(st, &r, name);
+    struct vpool *vp = engine(st, &r, name, err, errlen);
     if (!vp) return -ENOENT;
     if (idx < 0 || idx >= p->nmembers) { snprintf(err, errlen, "member index %d out of range 0..%d", idx, p->nmembers - 1); return -EINVAL; }
     int rc;
@@ -401,11 +448,12 @@ json_t *volume_list(struct vpool *vp, int datasets)
 
 json_t *storage_pool_volumes(struct storage *st, const char *name)
 {
+    POOL_REF(r);
     char err[256];
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, name, &is_ceph, err, sizeof err);
+    struct ceph_pool *cp = ceph_of(st, &r, name, &is_ceph, err, sizeof err);
     if (is_ceph) return cp ? ceph_pool_list(cp, 0) : NULL;
-    struct vpool *vp = engine(st, name, err, sizeof err);
+    struct vpool *vp = engine(st, &r, name, err, sizeof err);
     return vp ? volume_list(vp, 0) : NULL;
 }
 
@@ -441,11 +489,12 @@ static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_
 int storage_volume_create(struct storage *st, const char *pool, const char *name, uint64_t size, int lz4,
                           char *err, size_t errlen)
 {
+    POOL_REF(r);
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, errlen);
     if (is_ceph) return !cp ? -ENXIO : lz4 ? (snprintf(err, errlen, "ceph pools do not compress (lz4)"), -EINVAL)
                                            : ceph_volume_create(cp, name, size, err, errlen);
-    struct vpool *vp = engine(st, pool, err, errlen);
+    struct vpool *vp = engine(st, &r, pool, err, errlen);
     if (!vp) return -ENOENT;
     *err = 0;
     int rc = reserve(vp, pool, NULL, size, err, errlen);
@@ -461,10 +510,11 @@ int storage_volume_create(struct storage *st, const char *pool, const char *name
 int storage_volume_resize(struct storage *st, const char *pool, const char *name, uint64_t size,
                           char *err, size_t errlen)
 {
+    POOL_REF(r);
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, errlen);
     if (is_ceph) return cp ? ceph_volume_resize(cp, name, size, err, errlen) : -ENXIO;
-    struct vpool *vp = engine(st, pool, err, errlen);
+    struct vpool *vp = engine(st, &r, pool, err, errlen);
     if (!vp) return -ENOENT;
     int rc = reserve(vp, pool, name, size, err, errlen);
     if (rc) return rc;
@@ -475,10 +525,11 @@ int storage_volume_resize(struct storage *st, const char *pool, const char *name
 
 int storage_volume_destroy(struct storage *st, const char *pool, const char *name, char *err, size_t errlen)
 {
+    POOL_REF(r);
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, errlen);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, errlen);
     if (is_ceph) return cp ? ceph_volume_destroy(cp, name, err, errlen) : -ENXIO;
-    struct vpool *vp = engine(st, pool, err, errlen);
+    struct vpool *vp = engine(st, &r, pool, err, errlen);
     if (!vp) return -ENOENT;
     int rc = vpool_vol_destroy(vp, name);
     /* a just-removed export may still be finishing in-flight commands */
@@ -494,15 +545,16 @@ int storage_volume_destroy(struct storage *st, const char *pool, const char *nam
 nasd_bdev *storage_volume_open(struct storage *st, const char *pool, const char *name,
                                uint32_t block_size, int *errp)
 {
+    POOL_REF(r);
     char err[256];
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, sizeof err);
     if (is_ceph) {
         if (cp) return ceph_volume_open(cp, name, block_size, errp);
         *errp = -ENXIO;
         return NULL;
     }
-    struct vpool *vp = engine(st, pool, err, sizeof err);
+    struct vpool *vp = engine(st, &r, pool, err, sizeof err);
     if (!vp) { *errp = -ENOENT; return NULL; }
     return vpool_vol_open(vp, name, block_size, errp);
 }
@@ -526,10 +578,11 @@ uint64_t vol_allocated(struct vpool *vp, const char *vol)
 
 uint64_t storage_volume_used(struct storage *st, const char *pool, const char *name)
 {
+    POOL_REF(r);
     char err[256];
     int is_ceph;
-    struct ceph_pool *cp = ceph_of(st, pool, &is_ceph, err, sizeof err);
+    struct ceph_pool *cp = ceph_of(st, &r, pool, &is_ceph, err, sizeof err);
     if (is_ceph) return cp ? ceph_volume_used(cp, name) : 0;
-    struct vpool *vp = engine(st, pool, err, sizeof err);
+    struct vpool *vp = engine(st, &r, pool, err, sizeof err);
     return vp ? vol_allocated(vp, name) : 0;
 }

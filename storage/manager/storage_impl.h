@@ -32,6 +32,8 @@ struct pool {
     uint8_t uuid[16];
     uint64_t hb_seq;                /* owner-sector heartbeat (under storage.lock) */
     int hb_off;                     /* no more heartbeats: closing or destroying */
+    int refs;                       /* storage calls using it now (pool_hold; under storage.lock) */
+    int closing;                    /* being destroyed: pool_hold fails */
     struct pool *next;
 };
 
@@ -39,6 +41,7 @@ struct storage {
     char state_dir[PATH_MAX];
     uint64_t cache_bytes, dirty_bytes;
     pthread_mutex_t lock;      /* the pool list; vpool calls are thread-safe themselves */
+    pthread_cond_t pool_cv;    /* a pool's refs dropped (destroy waits for them) */
     struct pool *pools;
     pthread_t hb_thread;       /* writes every open pool's owner sector once a second */
     pthread_mutex_t hb_mu;
@@ -46,12 +49,23 @@ struct storage {
     int hb_running, hb_stop;
 };
 
+/* Whether a pool of that name exists (no reference: for name checks on the REST thread). */
 struct pool *find_pool(struct storage *st, const char *name);
+/* A reference to a pool for the length of one storage call, dropped when it goes out of
+ * scope. Snapshot tasks and send streams run storage calls on their own threads; destroy
+ * waits for these references, so it never frees a pool (its engine, its cluster
+ * connection) under one of them. */
+struct pool_ref { struct storage *st; struct pool *p; };
+void pool_ref_drop(struct pool_ref *r);
+#define POOL_REF(r) struct pool_ref r __attribute__((cleanup(pool_ref_drop))) = { 0 }
+/* The pool named name, held through r (an r holds one pool: later calls return it); NULL
+ * when there is none or it is being destroyed. */
+struct pool *pool_hold(struct storage *st, struct pool_ref *r, const char *name);
 /* The pool's cluster connection if it is a ceph pool (reconnecting if it was lost at
  * start-up); sets *is_ceph. NULL with a message when it is ceph but unreachable. */
-struct ceph_pool *ceph_of(struct storage *st, const char *name, int *is_ceph, char *err, size_t errlen);
+struct ceph_pool *ceph_of(struct storage *st, struct pool_ref *r, const char *name, int *is_ceph, char *err, size_t errlen);
 /* The pool's engine, or NULL with a message (unknown or not imported). */
-struct vpool *engine(struct storage *st, const char *name, char *err, size_t errlen);
+struct vpool *engine(struct storage *st, struct pool_ref *r, const char *name, char *err, size_t errlen);
 void pool_dir(struct storage *st, const char *pool, const char *sub, const char *name, char *out, size_t outlen);
 int rm_tree(int dirfd, const char *name);
 json_t *volume_list(struct vpool *vp, int datasets);
