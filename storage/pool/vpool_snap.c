@@ -202,18 +202,26 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     }
     uint8_t *arena = NULL;
     struct vp_wsect *ws = malloc(VP_AU_SECT * sizeof *ws);
-    if (posix_memalign((void **)&arena, 64, VP_AU_BYTES) || !ws) { free(arena); free(ws); return -ENOMEM; }
+    /* sector aligned: O_DIRECT members read straight into it */
+    if (posix_memalign((void **)&arena, VP_SECTOR, VP_AU_BYTES) || !ws) { free(arena); free(ws); return -ENOMEM; }
     size_t n = 0;
     int rc = 0;
     uint32_t idx[VP_AU_SECT];
-    for (unsigned c = 0; c < VP_AU_SECT / VP_CHUNK_SECT && !rc; c++) {
-        bool need_old = false;
+    bool need_old[VP_AU_SECT / VP_CHUNK_SECT] = { 0 }, all_old = true;
+    for (unsigned c = 0; c < VP_AU_SECT / VP_CHUNK_SECT; c++) {
         for (unsigned i = c * VP_CHUNK_SECT; i < (c + 1) * VP_CHUNK_SECT; i++) {
             uint64_t s0 = (uint64_t)i * VP_SECTOR;
-            if (!(lo <= s0 && s0 + VP_SECTOR <= hi) && vp_csum_get(p, old * VP_AU_SECT + i)) need_old = true;
+            if (!(lo <= s0 && s0 + VP_SECTOR <= hi) && vp_csum_get(p, old * VP_AU_SECT + i)) need_old[c] = true;
         }
+        all_old &= need_old[c];
+    }
+    /* the usual case, a small write: the old unit in one read per member stretch, not
+     * one per chunk (O_DIRECT here: 64 KiB reads 1.2 GB/s, 1 MiB reads 3.3 GB/s) */
+    if (all_old) rc = vp_read_span(p, old * VP_AU_SECT, VP_AU_SECT, arena);
+    for (unsigned c = 0; c < VP_AU_SECT / VP_CHUNK_SECT && !rc; c++) {
         uint8_t *cb = arena + (size_t)c * VP_CHUNK;
-        if (need_old) rc = vp_read_run(p, old * VP_AU_SECT + c * VP_CHUNK_SECT, VP_CHUNK_SECT, cb);
+        if (need_old[c] && !all_old) rc = vp_read_run(p, old * VP_AU_SECT + c * VP_CHUNK_SECT, VP_CHUNK_SECT, cb);
+        bool old_in = need_old[c];
         for (unsigned i = c * VP_CHUNK_SECT; i < (c + 1) * VP_CHUNK_SECT && !rc; i++) {
             uint64_t s0 = (uint64_t)i * VP_SECTOR;
             uint8_t *d = arena + s0;
@@ -224,18 +232,18 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
                 d = (uint8_t *)src + (a0 + s0 - off);   /* written from the caller's buffer */
                 cs = 1;
             } else if (part) {
-                if (!need_old) memset(d, 0, VP_SECTOR);
+                if (!old_in) memset(d, 0, VP_SECTOR);
                 uint64_t b = lo > s0 ? lo : s0, e = hi < s0 + VP_SECTOR ? hi : s0 + VP_SECTOR;
                 memcpy(d + (b - s0), src + (a0 + b - off), e - b);
                 cs = 1;   /* has data now */
             }
             if (cs == VP_CSUM_ZERO) continue;
+            bool kept = !full && !part;   /* as it was: its checksum (the read verified it) stays */
             idx[n] = i;
-            ws[n++] = (struct vp_wsect){ .csum = cs == VP_CSUM_MARK && !full && !part ? VP_CSUM_MARK : 0,
-                                         .data = cs == VP_CSUM_MARK && !full && !part ? NULL : d };
+            ws[n++] = (struct vp_wsect){ .csum = kept ? cs : 0, .data = kept && cs == VP_CSUM_MARK ? NULL : d };
         }
     }
-    for (size_t k = 0; k < n && !rc; k++) if (ws[k].data) ws[k].csum = vp_csum_of(ws[k].data);
+    for (size_t k = 0; k < n && !rc; k++) if (ws[k].data && !ws[k].csum) ws[k].csum = vp_csum_of(ws[k].data);
     /* journal room first: no checkpoint may fall between taking the new unit and
      * publishing it, or import would find two units for one extent */
     if (!rc && p->xl) rc = vp_xl_make_room(p, n);   /* its checkpoints too come before taking the unit */
