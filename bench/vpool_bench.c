@@ -15,8 +15,8 @@
  * dirty page limits, as raw's writes get in the page cache) unless -B; the O_DIRECT set
  * one of -b MiB (default 32, the engine's before it followed the host: a 32nd of the
  * working set, so that there the disks are the limit, not RAM).
- * -C (make bench-vpool-snap): only what snapshots cost, see snap_cost(); 4 threads
- * unless -j, working set at most half a member. */
+ * -C (make bench-vpool-snap): only what snapshots cost, see snap_cost_of(); 4 threads
+ * unless -j, members of 1 GiB unless -s, working set at most a quarter of a member. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -340,20 +340,23 @@ static double snap_ms(struct vpool *p, const char *name)
 }
 
 /* -C: 4 KiB random writes (THREADS threads) and 1 MiB sequential writes on a thin raidz1
- * volume in the page cache, with no snapshot, in the seconds right after the first snapshot
- * (every first write to a unit copies 1 MiB) and right after the 32nd; then snapshot create
- * and delete times with the working set full of data. */
-static int snap_cost(void)
+ * volume, with no snapshot, in the seconds right after the first snapshot (every first
+ * write to a unit copies 1 MiB) and right after the 32nd; then snapshot create and delete
+ * times with the working set full of data. For in place and raidz1-log in the page cache,
+ * and raidz1-log on O_DIRECT members (-L and -D choose, as for the main sets). */
+static int snap_cost_of(int log, int direct)
 {
     char paths[NM][600];
     for (int i = 0; i < NM; i++) {
         snprintf(paths[i], sizeof paths[i], "%s/vpool-snap-bench-m%d", dir, i);
         unlink(paths[i]);
     }
-    struct vpool *p = pool_open("sbench", paths, member_mb << 20, NULL, VPOOL_VOL_THIN);
+    struct vpool_opts o = { .log = log, .direct = direct, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
+    struct vpool *p = pool_open("sbench", paths, member_mb << 20, &o, VPOOL_VOL_THIN);
     if (!p) return 1;
-    printf("vpool_snap_bench: raidz1 of 4 files of %llu MiB in %s, volume %llu MiB, %d threads, %.0fs per test\n",
-           (unsigned long long)member_mb, dir, (unsigned long long)workset_mb, nthreads, secs);
+    printf("vpool_snap_bench: raidz1%s of 4 files of %llu MiB in %s%s, volume %llu MiB, %d threads, %.0fs per test\n",
+           log ? "-log" : " in place", (unsigned long long)member_mb, dir, direct ? " (O_DIRECT)" : "",
+           (unsigned long long)workset_mb, nthreads, secs);
     struct result fill;
     test_mask = 0;
     run_all(&fill);   /* fill only */
@@ -385,13 +388,22 @@ static int snap_cost(void)
     return 0;
 }
 
+static int snap_cost(void)
+{
+    int rc = 0;
+    if (log_rows != 2 && direct_sets != 1) rc |= snap_cost_of(0, 0);
+    if (log_rows != 0 && direct_sets != 1) rc |= snap_cost_of(1, 0);
+    if (log_rows != 0 && direct_sets != 0) rc |= snap_cost_of(1, 1);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    int c, snap_mode = 0, threads_set = 0;
+    int c, snap_mode = 0, threads_set = 0, member_set = 0;
     while ((c = getopt(argc, argv, "d:s:t:j:w:PT:vD:S:CL:B:b:")) != -1) {
         switch (c) {
         case 'd': snprintf(dir, sizeof dir, "%s", optarg); break;
-        case 's': member_mb = strtoull(optarg, NULL, 0); break;
+        case 's': member_mb = strtoull(optarg, NULL, 0); member_set = 1; break;
         case 't': secs = atof(optarg); break;
         case 'j': nthreads = atoi(optarg); threads_set = 1; break;
         case 'w': workset_mb = strtoull(optarg, NULL, 0); break;
@@ -413,9 +425,11 @@ int main(int argc, char **argv)
     nasd_log_level = LOG_WARN;
     if (snap_mode) {
         if (!threads_set) nthreads = 4;
+        if (!member_set) member_mb = 1024;
         /* room for the fill and four rounds of copies (each 2nd run after a snapshot
-         * rewrites, so copies, every unit): 5 x the working set in 3 members' data */
-        if (workset_mb > member_mb / 2) workset_mb = member_mb / 2;
+         * rewrites, so copies, every unit): 5 x the working set in 3 members' data, and
+         * the log's cleaner its reserve */
+        if (workset_mb > member_mb / 4) workset_mb = member_mb / 4;
         span = workset_mb << 20;
         return snap_cost();
     }
