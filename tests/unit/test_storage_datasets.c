@@ -9,32 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "storage/manager/storage.h"
-
-static char dir[256];
-
-static void setup(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/nasd-storage-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) {}
-}
-
-static struct storage *with_pool(void)
-{
-    struct storage *st = storage_new(dir, 0, 0);
-    struct storage_member m = { .size = 256ull << 20, .create = 1 };
-    snprintf(m.path, sizeof m.path, "%s/m0.img", dir);
-    char err[256] = "";
-    ck_assert_msg(storage_pool_create(st, "tank", "stripe", &m, 1, err, sizeof err) == 0, "%s", err);
-    return st;
-}
+#include "tests/unit/storage_test_util.h"
 
 static int64_t pool_int(struct storage *st, const char *key)
 {

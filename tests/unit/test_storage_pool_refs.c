@@ -14,32 +14,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
-#include "storage/manager/storage.h"
-
-static char dir[256];
-
-static void setup(void)
-{
-    signal(SIGPIPE, SIG_IGN);   /* the send's reader goes away on purpose */
-    snprintf(dir, sizeof dir, "/tmp/nasd-poolrefs-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) {}
-}
+#include "tests/unit/storage_test_util.h"
 
 /* Pool "tank" with volume "v" holding 4 MiB of data and its snapshot "s1". */
 static struct storage *with_snapshot(void)
 {
-    struct storage *st = storage_new(dir, 0, 0);
-    struct storage_member m = { .size = 256ull << 20, .create = 1 };
-    snprintf(m.path, sizeof m.path, "%s/m0.img", dir);
+    struct storage *st = with_pool();
     char err[256] = "";
-    ck_assert_msg(storage_pool_create(st, "tank", "stripe", &m, 1, err, sizeof err) == 0, "%s", err);
+    signal(SIGPIPE, SIG_IGN);   /* a send's reader goes away on purpose */
     ck_assert_msg(storage_volume_create(st, "tank", "v", 32 << 20, 0, err, sizeof err) == 0, "%s", err);
     int e = 0;
     nasd_bdev *b = storage_volume_open(st, "tank", "v", 4096, &e);
