@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,11 @@ struct storage *storage_new(const char *state_dir, uint64_t cache_bytes, uint64_
     st->cache_bytes = cache_bytes;
     st->dirty_bytes = dirty_bytes;
     pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->pool_cv, NULL);
+    pthread_condattr_t ca;   /* destroy's waits: not longer or shorter when the wall clock jumps */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&st->pool_cv, &ca);
+    pthread_condattr_destroy(&ca);
     heartbeat_start(st);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/pools", state_dir);
@@ -41,13 +46,35 @@ struct storage *storage_new(const char *state_dir, uint64_t cache_bytes, uint64_
     return st;
 }
 
+/* Waits (storage.lock held) at most secs seconds until no more than own references (the
+ * caller's) use p; whether that happened. */
+static bool refs_drain(struct storage *st, struct pool *p, int own, int secs)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += secs;
+    while (p->refs > own && pthread_cond_timedwait(&st->pool_cv, &st->lock, &dl) != ETIMEDOUT) {}
+    return p->refs <= own;
+}
+
 void storage_free(struct storage *st)
 {
     if (!st) return;
     heartbeat_stop(st);
+    bool left = false;
     while (st->pools) {
         struct pool *p = st->pools;
         st->pools = p->next;
+        pthread_mutex_lock(&st->lock);
+        p->closing = 1;
+        bool idle = refs_drain(st, p, 0, 5);
+        pthread_mutex_unlock(&st->lock);
+        if (!idle) {   /* a call that outlived the shutdown's own waits (a stuck send) */
+            log_warn("pool %s: still in use at shutdown; left open, to be recovered at the next import as after a crash",
+                     p->name);
+            left = true;
+            continue;
+        }
         datasets_close_all(p);         /* commits their filesystems */
         if (p->vp) {
             vpool_close(p->vp);        /* flushes buffered writes */
@@ -57,6 +84,7 @@ void storage_free(struct storage *st)
         ceph_pool_close(p->ceph);
         free(p);
     }
+    if (left) return;   /* that call still drops its reference here */
     pthread_mutex_destroy(&st->lock);
     pthread_cond_destroy(&st->pool_cv);
     free(st);
@@ -265,26 +293,33 @@ int rm_tree(int dirfd, const char *name)
     return unlinkat(dirfd, name, AT_REMOVEDIR) == 0 ? 0 : -errno;
 }
 
+/* A destroy that deleted nothing: the pool serves again. */
+static void destroy_undone(struct storage *st, struct pool *p)
+{
+    pthread_mutex_lock(&st->lock);
+    p->hb_off = 0;
+    p->closing = 0;
+    pthread_mutex_unlock(&st->lock);
+}
+
 int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t errlen)
 {
     POOL_REF(r);
     struct pool *p = pool_hold(st, &r, name);
     if (!p) { snprintf(err, errlen, "pool %s not found", name); return -ENOENT; }
-    int rc = datasets_busy(st, p, NULL, err, errlen);
-    if (rc) return rc;
-    /* no new storage call on it, and none still running (a snapshot task, a send stream) */
+    /* no new storage call on it (a snapshot task, a send, a self-test opening a dataset),
+     * and none still running */
     pthread_mutex_lock(&st->lock);
     p->closing = 1;
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 2;
-    while (p->refs > 1 && pthread_cond_timedwait(&st->pool_cv, &st->lock, &dl) != ETIMEDOUT) {}
-    if (p->refs > 1) {
-        p->closing = 0;
-        pthread_mutex_unlock(&st->lock);
-        snprintf(err, errlen, "pool %s is in use (a snapshot task or a send is running); nothing was deleted", name);
-        return -EBUSY;
+    bool idle = refs_drain(st, p, 1, 2);
+    pthread_mutex_unlock(&st->lock);
+    int rc = idle ? datasets_busy(st, p, NULL, err, errlen) : -EBUSY;
+    if (!idle) snprintf(err, errlen, "pool %s is in use (a snapshot task or a send is running); nothing was deleted", name);
+    if (rc) {
+        destroy_undone(st, p);
+        return rc;
     }
+    pthread_mutex_lock(&st->lock);
     datasets_close_all(p);   /* only the storage's references: reopened on demand if the destroy fails */
     p->hb_off = 1;           /* no heartbeat may overwrite the "destroyed" mark below */
     pthread_mutex_unlock(&st->lock);
@@ -302,10 +337,7 @@ int storage_pool_destroy(struct storage *st, const char *name, char *err, size_t
             rc = vpool_destroy(p->vp);
         }
         if (rc) {
-            pthread_mutex_lock(&st->lock);
-            p->hb_off = 0;
-            p->closing = 0;
-            pthread_mutex_unlock(&st->lock);
+            destroy_undone(st, p);
             snprintf(err, errlen, "pool %s: %s; nothing was deleted", name,
                      rc == -EBUSY ? "a volume is still open (an iSCSI export?)" : strerror(-rc));
             return rc;

@@ -77,7 +77,7 @@ START_TEST(destroy_refused_while_a_send_runs)
 }
 END_TEST
 
-struct caller { struct storage *st; atomic_int stop; long calls, after_gone; };
+struct caller { struct storage *st; atomic_int stop; atomic_long calls, after_gone; };
 static void *caller_main(void *arg)
 {
     struct caller *c = arg;
@@ -101,13 +101,33 @@ START_TEST(destroy_under_concurrent_calls)
     usleep(20000);
     char err[256] = "";
     int rc = storage_pool_destroy(st, "tank", err, sizeof err);
-    usleep(20000);
+    for (int i = 0; i < 5000 && !atomic_load(&c.after_gone); i++) usleep(1000);   /* its next calls */
     atomic_store(&c.stop, 1);
     pthread_join(th, NULL);
     /* the calls in flight finish first; new ones do not get the pool once destroy starts */
     ck_assert_msg(rc == 0, "%s", err);
     ck_assert_int_gt(c.calls, 0);
     ck_assert_int_gt(c.after_gone, 0);
+    storage_free(st);
+}
+END_TEST
+
+/* A destroy the engine refuses (a volume is open) leaves the pool in service. */
+START_TEST(refused_destroy_keeps_the_pool)
+{
+    struct storage *st = with_snapshot();
+    int e = 0;
+    nasd_bdev *b = storage_volume_open(st, "tank", "v", 4096, &e);
+    ck_assert_ptr_nonnull(b);
+    char err[256] = "";
+    ck_assert_int_eq(storage_pool_destroy(st, "tank", err, sizeof err), -EBUSY);
+    ck_assert_msg(strstr(err, "still open"), "%s", err);
+    json_t *vols = storage_pool_volumes(st, "tank");
+    ck_assert_int_eq(json_array_size(vols), 1);
+    json_decref(vols);
+    ck_assert_msg(storage_snap_create(st, "tank", "v", 0, "s2", err, sizeof err) == 0, "%s", err);
+    nasd_bdev_put(b);
+    ck_assert_msg(storage_pool_destroy(st, "tank", err, sizeof err) == 0, "%s", err);
     storage_free(st);
 }
 END_TEST
@@ -120,6 +140,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, destroy_refused_while_a_send_runs);
     tcase_add_test(tc, destroy_under_concurrent_calls);
+    tcase_add_test(tc, refused_destroy_keeps_the_pool);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
