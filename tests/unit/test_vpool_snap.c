@@ -5,6 +5,7 @@
  * The raidz1 tests run twice: in place, and log-structured (format 3). */
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <xxhash.h>
@@ -144,13 +145,21 @@ START_TEST(t_cow_clone_rollback)
     check_snap(p, "v", "s2", B, VSIZE);
     ck_assert_int_eq(vpool_snap_destroy(p, "v", "s1"), -EBUSY);
 
-    /* scrub reads snapshot-only units too; damage one of them and let it repair */
+    /* scrub with snapshot-only units present: a damaged sector (of the volume's first
+     * unit) is repaired, nothing is unrepairable */
     int m; uint64_t moff;
     ck_assert_int_eq(vp_debug_locate(p, "v", 0, &m, &moff, NULL), 0);
+    int fd = open(paths[m], O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    uint8_t junk[4096];
+    memset(junk, 0xA5, sizeof junk);
+    ck_assert_int_eq(pwrite(fd, junk, sizeof junk, (off_t)moff), (ssize_t)sizeof junk);
+    close(fd);
     ck_assert_int_eq(vpool_scrub_start(p), 0);
     vpool_wait_background(p);
     struct vpool_status st;
     vpool_get_status(p, &st);
+    ck_assert_uint_ge(st.scrub_repaired, 1);
     ck_assert_uint_eq(st.scrub_unrepairable, 0);
 
     ck_assert_int_eq(vpool_snap_rollback(p, "v", "s1"), -ENOTEMPTY);
