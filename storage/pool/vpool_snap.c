@@ -215,13 +215,13 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
         }
         all_old &= need_old[c];
     }
-    /* the usual case, a small write: the old unit in one read per member stretch, not
-     * one per chunk (O_DIRECT here: 64 KiB reads 1.2 GB/s, 1 MiB reads 3.3 GB/s) */
+    /* the usual case, a small write into a unit with data in every chunk: the old unit in
+     * one read per member stretch, not one per chunk (O_DIRECT here: 64 KiB reads 1.2 GB/s,
+     * 1 MiB reads 3.3 GB/s) */
     if (all_old) rc = vp_read_span(p, old * VP_AU_SECT, VP_AU_SECT, arena);
     for (unsigned c = 0; c < VP_AU_SECT / VP_CHUNK_SECT && !rc; c++) {
         uint8_t *cb = arena + (size_t)c * VP_CHUNK;
         if (need_old[c] && !all_old) rc = vp_read_run(p, old * VP_AU_SECT + c * VP_CHUNK_SECT, VP_CHUNK_SECT, cb);
-        bool old_in = need_old[c];
         for (unsigned i = c * VP_CHUNK_SECT; i < (c + 1) * VP_CHUNK_SECT && !rc; i++) {
             uint64_t s0 = (uint64_t)i * VP_SECTOR;
             uint8_t *d = arena + s0;
@@ -232,7 +232,7 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
                 d = (uint8_t *)src + (a0 + s0 - off);   /* written from the caller's buffer */
                 cs = 1;
             } else if (part) {
-                if (!old_in) memset(d, 0, VP_SECTOR);
+                if (!need_old[c]) memset(d, 0, VP_SECTOR);
                 uint64_t b = lo > s0 ? lo : s0, e = hi < s0 + VP_SECTOR ? hi : s0 + VP_SECTOR;
                 memcpy(d + (b - s0), src + (a0 + b - off), e - b);
                 cs = 1;   /* has data now */
