@@ -357,6 +357,9 @@ void vp_csum_clear_only(struct vpool *p, uint64_t s);   /* no location drop: all
 void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext);   /* birth/death 0 */
 void vp_au_set_life(struct vpool *p, uint64_t au, uint32_t birth, uint32_t death);
 void vp_snaptab_dirty(struct vpool *p, unsigned slot);
+/* Writes the snapshot table page holding slot now, both copies on every member (a new
+ * snapshot: the journal since the last checkpoint replays on top of it at import). */
+int  vp_snaptab_write(struct vpool *p, unsigned slot);
 void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- member I/O (vpool_label.c) ---- */

@@ -193,6 +193,8 @@ static bool page_valid(struct vpool *p, uint64_t idx, uint8_t *pg)
 /* Writes metadata pages to both copies of the members in member_mask (0 = every
  * writable member): the dirty ones (clearing their flags), or all of them (flags
  * untouched: used to seed a new member). */
+static int write_pages(struct vpool *p, const uint64_t *idx, uint64_t cnt, uint32_t member_mask, uint8_t *buf);
+
 int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
 {
     uint64_t np = pages_used(p);
@@ -211,6 +213,28 @@ int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
         rc = -ENOMEM;
         goto out;
     }
+    rc = write_pages(p, idx, cnt, member_mask, buf);
+out:
+    free(buf);
+    free(idx);
+    return rc;
+}
+
+int vp_snaptab_write(struct vpool *p, unsigned slot)
+{
+    uint64_t idx = SNAP_PG0 + slot / VP_SNAP_PER_PG;
+    uint8_t *buf = malloc(VP_SECTOR);
+    if (!buf) return -ENOMEM;
+    int rc = write_pages(p, &idx, 1, 0, buf);   /* still dirty: the next checkpoint writes it too */
+    free(buf);
+    return rc;
+}
+
+/* Builds pages idx[0..cnt) into buf and writes them to both copies of the members in
+ * member_mask (0: every writable member), the first copy synced before the second. */
+static int write_pages(struct vpool *p, const uint64_t *idx, uint64_t cnt, uint32_t member_mask, uint8_t *buf)
+{
+    int rc = 0;
     for (uint64_t i = 0; i < cnt; i++) page_build(p, idx[i], buf + i * VP_SECTOR);
     for (int copy = 0; copy < 2; copy++) {
         for (int m = 0; m < p->n; m++) {
@@ -229,9 +253,6 @@ int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
         }
     }
     if (vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
-out:
-    free(buf);
-    free(idx);
     return rc;
 }
 
