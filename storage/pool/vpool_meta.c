@@ -353,6 +353,10 @@ int vp_meta_load(struct vpool *p, uint32_t good_mask, char *err, size_t errlen)
                 break;
             }
             rc = page_decode(p, idx, src, err, errlen);
+            /* the volume and snapshot tables are written outside checkpoints too (a new
+             * snapshot), and no journal holds them: the import's checkpoint puts the copy
+             * used here on every member, so that they cannot differ */
+            if (idx < au_pg0(p)) atomic_store(&p->meta_dirty[idx], 1);
         }
     }
     free(buf);

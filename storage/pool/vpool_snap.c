@@ -484,6 +484,9 @@ static int snap_create(struct vpool *p, const char *vol, const char *name, const
      * the last one (13-21 s on a 1 TiB volume just written), the journal holds the rest */
     if (!rc) {
         rc = vp_snaptab_write(p, (unsigned)slot);
+        /* a member that failed that write is faulted in memory only: a checkpoint records it
+         * in the labels, or import could read the page from it, without the snapshot */
+        if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
         if (rc) {
             pthread_rwlock_wrlock(&p->vol_lock);
             p->snaps[slot] = NULL;
