@@ -99,7 +99,11 @@ static void setup(void)
             for (uint64_t k = 0; k < BLK && !nonzero[i][b]; k += 8)
                 nonzero[i][b] = *(uint64_t *)(image[i] + b * BLK + k) != 0;
     }
-    for (uint64_t len; (len = batch_len(image[0], jnl_used));) jnl_used += len;   /* where the batches to replay are */
+    for (int i = 0; i < NMEM; i++) {   /* where the batches to replay are: small commits write two members */
+        uint64_t used = 0;
+        for (uint64_t len; (len = batch_len(image[i], used));) used += len;
+        if (used > jnl_used) jnl_used = used;
+    }
     if (!jnl_used) die("no journal batch to replay");
     vpool_close(p);
 }
