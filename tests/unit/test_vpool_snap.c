@@ -516,6 +516,20 @@ static struct vpool *crash_round_pool(struct tdir *t, const char *const **paths,
     return p;
 }
 
+/* Power loss now: the pool closed as it stands (b put first), the members' writes since
+ * their last sync undone (count in *undone), and the pool imported again. */
+static struct vpool *power_loss_import(struct vpool *p, struct vp_sim *sim, const char *const *paths, nasd_bdev *b,
+                                       uint64_t *undone)
+{
+    vp_sim_kill(sim);
+    nasd_bdev_put(b);
+    vpool_close(p);
+    vp_sim_rollback(sim, paths, 3, VP_SIM_UNDO_ALL, undone);
+    char err[256];
+    ck_assert_msg(vpool_import(paths, 3, NULL, &p, err, sizeof err) == 0, "import: %s", err);
+    return p;
+}
+
 /* Power loss at member write k of an operation, for every k until it completes. */
 enum op { OP_CREATE, OP_DELETE, OP_ROLLBACK, OP_CLONE };
 
@@ -684,13 +698,8 @@ START_TEST(t_crash_cow_unsynced)
     pthread_mutex_lock(&p->commit_lock);
     ck_assert_int_eq(vp_commit_ex(p, false), 0);
     pthread_mutex_unlock(&p->commit_lock);
-    vp_sim_kill(sim);
-    nasd_bdev_put(b);
-    vpool_close(p);
     uint64_t undone;
-    vp_sim_rollback(sim, paths, 3, VP_SIM_UNDO_ALL, &undone);
-    char err[256];
-    ck_assert_msg(vpool_import(paths, 3, NULL, &p, err, sizeof err) == 0, "%s", err);
+    p = power_loss_import(p, sim, paths, b, &undone);
     b = open_vol(p, "v", 4096);
     ck_assert_int_eq(nasd_bdev_read(b, cur, 0, 8 * MB), 0);
     for (uint64_t o = 0; o < 8 * MB; o += 4096)
@@ -759,13 +768,8 @@ static void create_member_fails(int m)
     struct vp_sim *sim = vp_sim_attach(p);
     vp_sim_kill_member_after(sim, m, 0);
     ck_assert_int_eq(vpool_snap_create(p, "v", "s1"), 0);
-    vp_sim_kill(sim);
-    nasd_bdev_put(b);
-    vpool_close(p);
     uint64_t undone;
-    vp_sim_rollback(sim, paths, 3, VP_SIM_UNDO_ALL, &undone);
-    char err[256];
-    ck_assert_msg(vpool_import(paths, 3, NULL, &p, err, sizeof err) == 0, "%s", err);
+    p = power_loss_import(p, sim, paths, b, &undone);
     check_snap(p, "v", "s1", B, 8 * MB);
     vpool_close(p);
     tdir_remove(&t);
