@@ -90,11 +90,17 @@ void storage_free(struct storage *st)
     free(st);
 }
 
+static struct pool *lookup_locked(struct storage *st, const char *name)
+{
+    struct pool *p = st->pools;
+    while (p && strcmp(p->name, name)) p = p->next;
+    return p;
+}
+
 struct pool *find_pool(struct storage *st, const char *name)
 {
     pthread_mutex_lock(&st->lock);
-    struct pool *p = st->pools;
-    while (p && strcmp(p->name, name)) p = p->next;
+    struct pool *p = lookup_locked(st, name);
     pthread_mutex_unlock(&st->lock);
     return p;
 }
@@ -103,8 +109,7 @@ struct pool *pool_hold(struct storage *st, struct pool_ref *r, const char *name)
 {
     if (r->p) return r->p;
     pthread_mutex_lock(&st->lock);
-    struct pool *p = st->pools;
-    while (p && strcmp(p->name, name)) p = p->next;
+    struct pool *p = lookup_locked(st, name);
     if (p && p->closing) p = NULL;
     if (p) {
         p->refs++;
