@@ -219,11 +219,12 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     }
     for (int i = 0; i < n && !rc; i++) vp_journal_fill(p, p->m[i].fd, p->m[i].path);
     if (!rc && (rc = vp_meta_alloc(p))) vp_set_err(err, errlen, "out of memory for metadata");
+    if (!rc) vp_meta_regions_init(p, vp_test_meta_regions);
     if (!rc && p->xl) rc = vp_xl_rebuild(p);
     if (!rc) rc = pool_start(p, o);
     if (!rc) {
         p->gen = 1;
-        rc = vp_meta_write(p, true, 0);
+        rc = vp_meta_write(p, true, 0);   /* the volume and snapshot tables' regions */
         if (!rc) rc = vp_write_labels(p, 0);
         if (rc) vp_set_err(err, errlen, "writing metadata: %s", strerror(-rc));
     }
@@ -284,6 +285,8 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     p->gen = bl->gen;
     p->fmt = bl->version;
     p->seq = bl->ckpt_seq;
+    p->meta_rpp = bl->meta_rpp;
+    memcpy(p->meta_init, bl->meta_init, sizeof p->meta_init);
     for (int i = 0; i < p->n; i++) {
         memcpy(p->m[i].guid, bl->guids[i], 16);
         atomic_store(&p->m[i].rd_err, bl->errs[i][0]);   /* error counters survive restarts */
@@ -291,7 +294,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
         atomic_store(&p->m[i].ck_err, bl->errs[i][2]);
     }
     if (vp_geometry(p, bl->member_size) || p->jnl_size != bl->jnl_size || p->meta_pages != bl->meta_pages ||
-        p->data_off != bl->data_off || p->rows != bl->rows || p->n_au != bl->n_au) {
+        p->data_off != bl->data_off || p->rows != bl->rows || p->n_au != bl->n_au || !vp_meta_regions_valid(p)) {
         vp_set_err(err, errlen, "label geometry is inconsistent");
         rc = -EBADMSG;
         goto fail_p;

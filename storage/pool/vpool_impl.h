@@ -51,6 +51,7 @@
 #define VP_VOLTAB_PAGES (VP_MAX_VOLS / VP_VOL_PER_PG)
 #define VP_SNAP_PER_PG  (VP_MP_PAYLOAD / 128)    /* 31 */
 #define VP_SNAPTAB_PAGES 132
+#define VP_META_REGIONS 16384   /* metadata regions (a bit each in the label) */
 #define VP_MAX_SNAPS    4092                     /* VP_SNAPTAB_PAGES * VP_SNAP_PER_PG */
 #define VP_GEN_LIVE     UINT32_MAX               /* "generation" of a volume's live map */
 #define VP_FMT_DEFAULT   2   /* on-disk format (label version) 2: AU birth/death + snapshot table */
@@ -173,6 +174,11 @@ struct vpool {
     uint32_t *csum;               /* n_sect entries (mmap: pages appear when touched) */
     struct vp_au *au;             /* n_au entries */
     _Atomic uint8_t *meta_dirty;  /* meta_pages flags */
+    /* Metadata regions (meta_rpp pages each) written at least once; the others are empty
+     * and never read or written: creating a pool writes only its volume and snapshot tables.
+     * meta_rpp 0 (pools made before): every page was written at creation. commit_lock. */
+    uint32_t meta_rpp;
+    uint8_t meta_init[VP_META_REGIONS / 8];
     struct vp_vol *vols[VP_MAX_VOLS];
     pthread_rwlock_t vol_lock;    /* protects vols[] array and vol sizes/maps (realloc on resize) */
     struct vp_snap *snaps[VP_MAX_SNAPS];   /* changed under vol_lock (write) + commit_lock */
@@ -414,12 +420,14 @@ int  vp_wipe_labels(struct vpool *p);
 #define VP_LABEL_VERSION 3   /* newest known */
 #define VP_LABEL_VERSION_MIN 1   /* 1: 8-byte AU entries, no snapshot table (imported, no snapshots) */
 extern int vp_test_create_fmt;   /* tests: format of pools vpool_create makes (0: VP_FMT_DEFAULT) */
+extern unsigned vp_test_meta_regions;   /* tests: regions of pools vpool_create makes (0: VP_META_REGIONS) */
 struct vp_label {                 /* at the start of a 4 KiB label sector, little endian */
     uint64_t magic;
     uint32_t version, hdr_size;
     uint8_t pool_uuid[16];
     char name[64];
-    uint32_t layout, nmembers, member_idx, pad;
+    uint32_t layout, nmembers, member_idx;
+    uint32_t meta_rpp;            /* pages per metadata region; 0 (labels before it): all written */
     uint8_t guids[VP_MAXM][16];
     uint8_t mstate[VP_MAXM];
     uint64_t gen, ckpt_seq, member_size, jnl_size, meta_pages, data_off, rows, n_au;
@@ -427,9 +435,16 @@ struct vp_label {                 /* at the start of a 4 KiB label sector, littl
     /* error counters of every member (read, write, checksum) as of this label; labels
      * written before they existed end at errs (hdr_size VP_LABEL_SIZE_V1) */
     uint64_t errs[VP_MAXM][3];
+    uint8_t meta_init[VP_META_REGIONS / 8];   /* regions written at least once (vpool_meta.c) */
 };
 #define VP_LABEL_SIZE_V1 offsetof(struct vp_label, errs)
+#define VP_LABEL_SIZE_V2 offsetof(struct vp_label, meta_init)
+_Static_assert(sizeof(struct vp_label) <= 4096, "label sector");
 int  vp_read_label(int fd, uint64_t off, struct vp_label *l);
+void vp_meta_regions_init(struct vpool *p, unsigned regions);   /* create: the tables' regions */
+bool vp_meta_regions_valid(const struct vpool *p);
+uint64_t vp_meta_sect_per_page(const struct vpool *p);   /* sectors per checksum table page */
+bool vp_meta_sects_set(struct vpool *p, uint64_t s);     /* that page may hold non-zeros */
 int  vp_meta_alloc(struct vpool *p);
 void vp_meta_free(struct vpool *p);
 int  vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask);

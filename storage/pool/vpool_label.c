@@ -229,7 +229,7 @@ static uint64_t label_csum(const struct vp_label *l)
 {
     struct vp_label c = *l;
     c.csum = 0;
-    return XXH3_64bits(&c, l->hdr_size == VP_LABEL_SIZE_V1 ? VP_LABEL_SIZE_V1 : sizeof c);
+    return XXH3_64bits(&c, l->hdr_size);   /* one of the sizes vp_read_label accepts */
 }
 
 int vp_read_label(int fd, uint64_t off, struct vp_label *l)
@@ -240,10 +240,14 @@ int vp_read_label(int fd, uint64_t off, struct vp_label *l)
     memcpy(l, buf, sizeof *l);
     if (l->magic != VP_LABEL_MAGIC) return -ENOENT;
     if (l->version < VP_LABEL_VERSION_MIN || l->version > VP_LABEL_VERSION ||
-        (l->hdr_size != sizeof *l && l->hdr_size != VP_LABEL_SIZE_V1))
+        (l->hdr_size != sizeof *l && l->hdr_size != VP_LABEL_SIZE_V2 && l->hdr_size != VP_LABEL_SIZE_V1))
         return -EPROTO;
-    if (l->hdr_size != sizeof *l) memset(l->errs, 0, sizeof l->errs);
     if (label_csum(l) != l->csum) return -EBADMSG;
+    if (l->hdr_size < VP_LABEL_SIZE_V2) memset(l->errs, 0, sizeof l->errs);
+    if (l->hdr_size < sizeof *l) {   /* before metadata regions: every page was written */
+        if (l->meta_rpp) return -EBADMSG;   /* was padding, always 0 */
+        memset(l->meta_init, 0, sizeof l->meta_init);
+    }
     if (l->nmembers < 1 || l->nmembers > VP_MAXM || l->member_idx >= l->nmembers || l->layout > VPOOL_RAIDZ1)
         return -EBADMSG;
     if ((l->layout == VPOOL_RAIDZ1 && l->nmembers < 3) || (l->layout == VPOOL_MIRROR && l->nmembers < 2))
@@ -279,6 +283,8 @@ static void label_fill(struct vpool *p, int m, struct vp_label *l)
     l->data_off = p->data_off;
     l->rows = p->rows;
     l->n_au = p->n_au;
+    l->meta_rpp = p->meta_rpp;
+    memcpy(l->meta_init, p->meta_init, sizeof l->meta_init);
     l->csum = label_csum(l);
 }
 

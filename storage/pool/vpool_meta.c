@@ -2,7 +2,9 @@
  * kept in RAM and checkpointed as checksummed 4 KiB pages, twice per member
  * (copy A, fdatasync, copy B, fdatasync). Between checkpoints the journal holds every
  * change, so a page torn by a crash is always recoverable from the other copy plus
- * journal replay. */
+ * journal replay. Pages are grouped in regions (a bit each in the label): a region is
+ * written whole the first time one of its pages changes, and until then it is empty and
+ * never read, so creating a pool does not write tables sized for the whole pool. */
 #include "storage/pool/vpool_impl.h"
 #include "util/log.h"
 #include <stdlib.h>
@@ -43,6 +45,44 @@ static uint64_t csum_pg0(const struct vpool *p) { return au_pg0(p) + (p->n_au + 
 #define VP_PAIR_PER_PG (VP_MP_PAYLOAD / 8)   /* 508 */
 static uint64_t sect_per_pg(const struct vpool *p) { return vp_is_log(p) ? VP_PAIR_PER_PG : VP_CSUM_PER_PG; }
 static uint64_t pages_used(const struct vpool *p) { return csum_pg0(p) + (p->n_sect + sect_per_pg(p) - 1) / sect_per_pg(p); }
+
+static bool region_init(const struct vpool *p, uint64_t idx)
+{
+    uint64_t r = p->meta_rpp ? idx / p->meta_rpp : 0;
+    return !p->meta_rpp || (p->meta_init[r / 8] >> (r % 8) & 1);
+}
+static void region_set(struct vpool *p, uint64_t r) { p->meta_init[r / 8] |= (uint8_t)(1u << (r % 8)); }
+
+unsigned vp_test_meta_regions;
+
+void vp_meta_regions_init(struct vpool *p, unsigned regions)
+{
+    if (!regions || regions > VP_META_REGIONS) regions = VP_META_REGIONS;
+    p->meta_rpp = (uint32_t)((p->meta_pages + regions - 1) / regions);
+    memset(p->meta_init, 0, sizeof p->meta_init);
+    for (uint64_t i = 0; i < au_pg0(p); i += p->meta_rpp) region_set(p, i / p->meta_rpp);
+}
+
+/* A label's regions: they fit the bitmap, and the tables not journaled (volumes,
+ * snapshots: vp_snaptab_write) are in written ones. */
+bool vp_meta_regions_valid(const struct vpool *p)
+{
+    if (!p->meta_rpp) return true;
+    if (p->meta_rpp > p->meta_pages || (p->meta_pages + p->meta_rpp - 1) / p->meta_rpp > VP_META_REGIONS) return false;
+    for (uint64_t i = 0; i < au_pg0(p); i++) if (!region_init(p, i)) return false;
+    return true;
+}
+
+uint64_t vp_meta_sect_per_page(const struct vpool *p) { return sect_per_pg(p); }
+
+/* Whether the table page of sector s (s a multiple of vp_meta_sect_per_page) may hold
+ * anything but zeros: its region was loaded, or it changed since (every change marks its
+ * page dirty). Lets import and create skip the rest of a large pool without touching it. */
+bool vp_meta_sects_set(struct vpool *p, uint64_t s)
+{
+    uint64_t idx = csum_pg0(p) + s / sect_per_pg(p);
+    return region_init(p, idx) || atomic_load(&p->meta_dirty[idx]);
+}
 
 void vp_csum_set(struct vpool *p, uint64_t s, uint32_t v)
 {
@@ -191,21 +231,31 @@ static bool page_valid(struct vpool *p, uint64_t idx, uint8_t *pg)
 }
 
 /* Writes metadata pages to both copies of the members in member_mask (0 = every
- * writable member): the dirty ones (clearing their flags), or all of them (flags
- * untouched: used to seed a new member). */
+ * writable member): the dirty ones (clearing their flags), or all of the written
+ * regions (flags untouched: used to seed a new member). A dirty page of a region never
+ * written takes its whole region along; the region counts as written once its pages
+ * are (the caller's labels then record it). */
 static int write_pages(struct vpool *p, const uint64_t *idx, uint64_t cnt, uint32_t member_mask, uint8_t *buf);
 
 int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
 {
-    uint64_t np = pages_used(p);
+    uint64_t np = pages_used(p), rpp = p->meta_rpp ? p->meta_rpp : np;
     uint64_t *idx = malloc(np * sizeof *idx);
-    uint8_t *buf = NULL;
-    if (!idx) return -ENOMEM;
-    uint64_t cnt = 0;
-    for (uint64_t i = 0; i < np; i++)
-        if (all_pages || atomic_exchange(&p->meta_dirty[i], 0))
-            idx[cnt++] = i;
+    uint8_t *buf = NULL, *fresh = calloc(np / rpp + 1, 1);
     int rc = 0;
+    if (!idx || !fresh) { rc = -ENOMEM; goto out; }
+    uint64_t cnt = 0;
+    for (uint64_t lo = 0; lo < np; lo += rpp) {
+        uint64_t hi = lo + rpp < np ? lo + rpp : np, start = cnt;
+        bool init = region_init(p, lo);
+        for (uint64_t i = lo; i < hi; i++)
+            if (all_pages ? init : atomic_exchange(&p->meta_dirty[i], 0)) idx[cnt++] = i;
+        if (cnt > start && !init) {
+            cnt = start;
+            for (uint64_t i = lo; i < hi; i++) idx[cnt++] = i;
+            fresh[lo / rpp] = 1;
+        }
+    }
     if (!cnt) goto out;
     buf = malloc(cnt * VP_SECTOR);
     if (!buf) {
@@ -214,8 +264,10 @@ int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
         goto out;
     }
     rc = write_pages(p, idx, cnt, member_mask, buf);
+    if (!rc) for (uint64_t r = 0; r * rpp < np; r++) if (fresh[r]) region_set(p, r);
 out:
     free(buf);
+    free(fresh);
     free(idx);
     return rc;
 }
@@ -325,8 +377,9 @@ int vp_meta_load(struct vpool *p, uint32_t good_mask, char *err, size_t errlen)
     uint8_t *buf = malloc(run * VP_SECTOR), pg[VP_SECTOR];
     if (!buf) return -ENOMEM;
     int rc = 0;
-    for (uint64_t base = 0; base < np && !rc; base += run) {
-        uint64_t cnt = np - base < run ? np - base : run;
+    for (uint64_t base = 0, cnt; base < np && !rc; base += cnt) {
+        for (cnt = 0; cnt < run && base + cnt < np && region_init(p, base + cnt);) cnt++;
+        if (!cnt) { cnt = 1; continue; }   /* never written: empty, as RAM starts */
         if (vp_mread(p, first, buf, cnt * VP_SECTOR, p->meta_off[0] + base * VP_SECTOR) < 0)
             memset(buf, 0, cnt * VP_SECTOR);
         for (uint64_t i = 0; i < cnt && !rc; i++) {

@@ -156,9 +156,14 @@ int vp_xl_rebuild(struct vpool *p)
 {
     struct vp_xl *x = p->xl;
     memset(x->live, 0, x->nseg * sizeof *x->live);
-    if (x->nphys) memset(x->rmap, 0, x->nphys * 4);
-    uint64_t bad = 0, lost = 0;
+    /* dropping the pages zeroes them without touching each (1.2 GB at 400 GiB members) */
+    if (x->nphys && madvise(x->rmap, x->nphys * 4, MADV_DONTNEED)) memset(x->rmap, 0, x->nphys * 4);
+    uint64_t bad = 0, lost = 0, per = vp_meta_sect_per_page(p);
     for (uint64_t s = 0; s < p->n_sect; s++) {
+        if (s % per == 0 && !vp_meta_sects_set(p, s)) {
+            s += per - 1;   /* zeros (no location, no data), not read: it would fault each page in */
+            continue;
+        }
         uint32_t l = x->loc[s], cs = p->csum[s];
         if (!l) { lost += vp_has_data(cs); continue; }
         if (l - 1 >= x->nphys || !vp_has_data(cs) || x->rmap[l - 1]) {

@@ -125,7 +125,7 @@ static void fix_checksums(uint8_t *m)
     for (uint64_t off = VP_LABEL_A; off <= VP_LABEL_B; off += VP_LABEL_B) {
         struct vp_label *l = (struct vp_label *)(m + off);
         if (l->magic != VP_LABEL_MAGIC) continue;
-        size_t n = l->hdr_size == VP_LABEL_SIZE_V1 ? VP_LABEL_SIZE_V1 : sizeof *l;
+        size_t n = l->hdr_size == VP_LABEL_SIZE_V1 || l->hdr_size == VP_LABEL_SIZE_V2 ? l->hdr_size : sizeof *l;
         l->csum = 0;
         l->csum = XXH3_64bits(l, n);
     }
