@@ -53,7 +53,8 @@ static bool region_init(const struct vpool *p, uint64_t idx)
 }
 static void region_set(struct vpool *p, uint64_t r) { p->meta_init[r / 8] |= (uint8_t)(1u << (r % 8)); }
 
-unsigned vp_test_meta_regions;
+unsigned vp_test_meta_regions, vp_test_meta_batch;
+#define META_BATCH 16384   /* pages (64 MiB) built and written at once */
 
 void vp_meta_regions_init(struct vpool *p, unsigned regions)
 {
@@ -257,13 +258,18 @@ int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
         }
     }
     if (!cnt) goto out;
-    buf = malloc(cnt * VP_SECTOR);
+    /* in batches: random writes over a large pool dirty a page per write, up to every
+     * page of the tables (4 GB per TiB of data area in a single buffer otherwise) */
+    uint64_t batch = vp_test_meta_batch ? vp_test_meta_batch : META_BATCH;
+    if (batch > cnt) batch = cnt;
+    buf = malloc(batch * VP_SECTOR);
     if (!buf) {
         if (!all_pages) for (uint64_t i = 0; i < cnt; i++) atomic_store(&p->meta_dirty[idx[i]], 1);
         rc = -ENOMEM;
         goto out;
     }
-    rc = write_pages(p, idx, cnt, member_mask, buf);
+    for (uint64_t i = 0; i < cnt && !rc; i += batch)
+        rc = write_pages(p, idx + i, cnt - i < batch ? cnt - i : batch, member_mask, buf);
     if (!rc) for (uint64_t r = 0; r * rpp < np; r++) if (fresh[r]) region_set(p, r);
 out:
     free(buf);
@@ -283,7 +289,9 @@ int vp_snaptab_write(struct vpool *p, unsigned slot)
 }
 
 /* Builds pages idx[0..cnt) into buf and writes them to both copies of the members in
- * member_mask (0: every writable member), the first copy synced before the second. */
+ * member_mask (0: every writable member), the first copy synced before the second. A page
+ * keeps a valid copy whenever a crash comes; pages of different batches may be old and
+ * new, as pages of one batch may: replay of the journal since the labels covers both. */
 static int write_pages(struct vpool *p, const uint64_t *idx, uint64_t cnt, uint32_t member_mask, uint8_t *buf)
 {
     int rc = 0;

@@ -50,6 +50,7 @@ static void check_spread(struct vpool *p, uint64_t vsize, uint64_t seed)
 START_TEST(t_create_writes_tables_only)
 {
     vp_test_meta_regions = 0;
+    vp_test_meta_batch = 0;
     struct tdir t;
     struct vpool *p = make(&t, 4, 512 * MB, _i);
     struct vp_prof pr;

@@ -10,11 +10,12 @@
 
 #define MEMBER_SIZE (64ull << 20)
 
-/* Test pools are small, so with the default count each metadata region would be one page:
- * 32 regions make the first write of a region (vpool_meta.c) write several pages, under
- * every power-loss test too. test_vpool_meta tests the default. */
-extern unsigned vp_test_meta_regions;
-__attribute__((constructor)) static void vpool_test_regions(void) { vp_test_meta_regions = 32; }
+/* Test pools are small, so with the default count each metadata region would be one page,
+ * and a checkpoint one batch: 32 regions make the first write of a region (vpool_meta.c)
+ * write several pages, and batches of 5 pages split checkpoints, under every power-loss
+ * test too. test_vpool_meta tests the defaults. */
+extern unsigned vp_test_meta_regions, vp_test_meta_batch;
+__attribute__((constructor)) static void vpool_test_meta(void) { vp_test_meta_regions = 32; vp_test_meta_batch = 5; }
 
 struct tdir { char dir[256]; char member[8][300]; int n; };
 
