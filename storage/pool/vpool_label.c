@@ -262,7 +262,8 @@ static void label_fill(struct vpool *p, int m, struct vp_label *l)
     memset(l, 0, sizeof *l);
     l->magic = VP_LABEL_MAGIC;
     l->version = p->fmt;
-    l->hdr_size = sizeof *l;
+    /* pools from before regions keep labels an older nasd still reads */
+    l->hdr_size = p->meta_rpp ? sizeof *l : VP_LABEL_SIZE_V2;
     memcpy(l->pool_uuid, p->uuid, 16);
     snprintf(l->name, sizeof l->name, "%s", p->name);
     l->layout = p->layout;

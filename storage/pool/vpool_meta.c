@@ -457,6 +457,9 @@ int vp_checkpoint(struct vpool *p)
         if (vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
     }
 out:
+    /* a member state change is still not in the labels: the next commit tries again (and
+     * snapshot create and delete still see it) */
+    if (rc) atomic_store(&p->need_checkpoint, 1);
     atomic_fetch_add(&p->prof.ckpt_ns, vp_now_ns() - t0);
     return rc;
 }

@@ -540,8 +540,8 @@ int vpool_snap_destroy(struct vpool *p, const char *vol, const char *snap)
         rc = vp_commit(p);
         if (!rc) {
             pthread_rwlock_wrlock(&p->vol_lock);
-            p->snaps[slot] = NULL;
-            __atomic_store_n(&v->last_snap, newest_gen(p, v->id), __ATOMIC_RELEASE);
+            p->snaps[slot] = NULL;   /* last_snap stays until the page is out: until then
+                                      * writes still copy the units it may hold */
             pthread_rwlock_unlock(&p->vol_lock);
             vp_snaptab_dirty(p, (unsigned)slot);
             /* gone for good before its units are freed and reused: its table page, as a
@@ -552,10 +552,14 @@ int vpool_snap_destroy(struct vpool *p, const char *vol, const char *snap)
             rc = vp_snaptab_write(p, (unsigned)slot);
             if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
             if (!rc) {
+                pthread_rwlock_wrlock(&p->vol_lock);
+                __atomic_store_n(&v->last_snap, newest_gen(p, v->id), __ATOMIC_RELEASE);
+                pthread_rwlock_unlock(&p->vol_lock);
                 gc_dead(p, v);
                 rc = vp_commit(p);
                 free(s);
-            } else {   /* the pool is faulted: the snapshot stays, as on disk */
+            } else {   /* the snapshot stays (members that wrote the page lack it until the
+                        * next checkpoint writes it again) */
                 pthread_rwlock_wrlock(&p->vol_lock);
                 p->snaps[slot] = s;
                 __atomic_store_n(&v->last_snap, newest_gen(p, v->id), __ATOMIC_RELEASE);

@@ -156,6 +156,11 @@ START_TEST(t_labels_before_regions)
     p = import_pool(&t, 3, -1);
     ck_assert_uint_eq(p->meta_rpp, 0);
     check_spread(p, vsize, 21);
+    struct vp_label l;   /* rewritten by the import's checkpoint, still readable by an older nasd */
+    int fd = open(t.member[0], O_RDONLY);
+    ck_assert_int_eq(vp_read_label(fd, VP_LABEL_A, &l), 0);
+    close(fd);
+    ck_assert_uint_eq(l.hdr_size, VP_LABEL_SIZE_V2);
     nasd_bdev *b = open_vol(p, "v", 4096);
     write_pattern(b, 4 * MB, 4 * MB, 22, 1);
     nasd_bdev_put(b);
