@@ -559,10 +559,9 @@ int vpool_snap_destroy(struct vpool *p, const char *vol, const char *snap)
                 rc = vp_commit(p);
                 free(s);
             } else {   /* the snapshot stays (members that wrote the page lack it until the
-                        * next checkpoint writes it again) */
+                        * next checkpoint writes it again); last_snap never moved */
                 pthread_rwlock_wrlock(&p->vol_lock);
                 p->snaps[slot] = s;
-                __atomic_store_n(&v->last_snap, newest_gen(p, v->id), __ATOMIC_RELEASE);
                 pthread_rwlock_unlock(&p->vol_lock);
                 vp_snaptab_dirty(p, (unsigned)slot);
             }
