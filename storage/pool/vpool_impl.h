@@ -366,6 +366,7 @@ void vp_snaptab_dirty(struct vpool *p, unsigned slot);
 /* Writes the snapshot table page holding slot now, both copies on every member (a new
  * snapshot: the journal since the last checkpoint replays on top of it at import). */
 int  vp_snaptab_write(struct vpool *p, unsigned slot);
+int  vp_voltab_write(struct vpool *p, unsigned slot);   /* the same for the volume table (a clone) */
 void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- member I/O (vpool_label.c) ---- */

@@ -278,15 +278,17 @@ out:
     return rc;
 }
 
-int vp_snaptab_write(struct vpool *p, unsigned slot)
+static int table_page_write(struct vpool *p, uint64_t idx)
 {
-    uint64_t idx = SNAP_PG0 + slot / VP_SNAP_PER_PG;
     uint8_t *buf = malloc(VP_SECTOR);
     if (!buf) return -ENOMEM;
     int rc = write_pages(p, &idx, 1, 0, buf);   /* still dirty: the next checkpoint writes it too */
     free(buf);
     return rc;
 }
+
+int vp_snaptab_write(struct vpool *p, unsigned slot) { return table_page_write(p, SNAP_PG0 + slot / VP_SNAP_PER_PG); }
+int vp_voltab_write(struct vpool *p, unsigned slot) { return table_page_write(p, slot / VP_VOL_PER_PG); }
 
 /* Builds pages idx[0..cnt) into buf and writes them to both copies of the members in
  * member_mask (0: every writable member), the first copy synced before the second. A page

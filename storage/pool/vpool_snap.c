@@ -740,7 +740,12 @@ int vpool_snap_clone(struct vpool *p, const char *vol, const char *snap, const c
     } else if (v) { free(v->origin_map); v->origin_map = NULL; vp_vol_free(v); }
     pthread_rwlock_unlock(&p->vol_lock);
     if (!rc) rc = vp_commit(p);
-    if (!rc) rc = vp_checkpoint(p);
+    /* its volume table page, as a snapshot create writes its own, not a checkpoint: the
+     * clone owns no unit yet, its map comes from the snapshot at import, and its writes
+     * are journaled (the slot's previous volume was destroyed by a checkpoint, so no
+     * record since names that id) */
+    if (!rc) rc = vp_voltab_write(p, (unsigned)vslot);
+    if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);   /* as in create */
     pthread_mutex_unlock(&p->commit_lock);
     if (!rc) log_info("vpool %s: volume %s cloned from %s@%s", p->name, clone, vol, snap);
     pthread_mutex_unlock(&p->snap_mu);

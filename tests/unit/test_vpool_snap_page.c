@@ -1,5 +1,5 @@
-/* Snapshot create and delete write the snapshot table page that changes (both copies on
- * every member) instead of a checkpoint: what that writes, a member failing that write,
+/* Snapshot create and delete (and clone, its volume table page) write the table page that
+ * changes (both copies on every member) instead of a checkpoint: what that writes, a member failing that write,
  * and power loss during it. Power loss at every write of each operation: test_vpool_snap. */
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
@@ -207,6 +207,95 @@ static void delete_member_fails(int m)
 START_TEST(t_delete_member_fails) { use_log = _i / 2; delete_member_fails(_i % 2); }
 END_TEST
 
+/* Cloning writes its volume table page the same way: no checkpoint. The clone reads as
+ * the snapshot, takes writes of its own, and both survive an import. */
+START_TEST(t_clone_writes_one_page)
+{
+    use_log = _i;
+    struct tdir t;
+    nasd_bdev *b;
+    uint8_t *A;
+    struct vpool *p = full_volume(&t, &b, &A);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s1"), 0);
+    uint8_t *C = malloc(VSIZE);
+    memcpy(C, A, VSIZE);
+    img_write(b, A, 0, 2 * MB, 2);   /* the volume moves on */
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    struct vp_prof before, after;
+    vp_debug_prof(p, &before);
+    ck_assert_int_eq(vpool_snap_clone(p, "v", "s1", "c"), 0);
+    vp_debug_prof(p, &after);
+    ck_assert_uint_eq(after.meta_bytes - before.meta_bytes, 2 * 4 * 4096);
+    ck_assert_uint_eq(after.checkpoints, before.checkpoints);
+    nasd_bdev *cb = open_vol(p, "c", 4096);
+    img_write(cb, C, 4 * MB, 2 * MB, 3);
+    ck_assert_int_eq(nasd_bdev_flush(cb), 0);
+    nasd_bdev_put(cb);
+    nasd_bdev_put(b);
+    const char *const paths[4] = { t.member[0], t.member[1], t.member[2], t.member[3] };
+    p = reimport(p, paths, 4);
+    cb = open_vol(p, "c", 4096);
+    img_check(cb, C, VSIZE, "clone");
+    nasd_bdev_put(cb);
+    b = open_vol(p, "v", 4096);
+    img_check(b, A, VSIZE, "volume");
+    nasd_bdev_put(b);
+    ck_assert_int_eq(vpool_snap_destroy(p, "v", "s1"), -EBUSY);   /* the clone depends on it */
+    vpool_close(p);
+    tdir_remove(&t);
+    free(A); free(C);
+}
+END_TEST
+
+/* Member m fails the clone's page write (the clone goes on degraded), a write to the clone
+ * is flushed, and power fails at each later member write: a clone acknowledged is there after the import and reads as the
+ * snapshot, with the writes flushed to it. */
+static void clone_member_fails(int m)
+{
+    uint8_t *A = calloc(1, 8 * MB), *C = malloc(8 * MB);
+    for (long k = 0;; k++) {
+        struct tdir t;
+        const char *const *paths;
+        nasd_bdev *b;
+        struct vpool *p = crash_round_pool(&t, &paths, &b, A);
+        struct vp_sim *sim = vp_sim_attach(p);
+        vp_sim_kill_member_after(sim, m, 0);
+        vp_sim_kill_after(sim, k);
+        int rc = vpool_snap_clone(p, "v", "s0", "c");
+        bool died = vp_sim_died(sim), flushed = false;
+        ck_assert_msg(rc == 0 || died, "k=%ld: %d", k, rc);
+        memcpy(C, A, 8 * MB);
+        if (rc == 0) {   /* the machine may die under these too */
+            nasd_bdev *cb = open_vol(p, "c", 4096);
+            memset(C + MB, 0xC4, MB);
+            flushed = nasd_bdev_write(cb, C + MB, MB, MB, 0) == 0 && nasd_bdev_flush(cb) == 0;
+            nasd_bdev_put(cb);
+        }
+        uint64_t undone;
+        p = power_loss_import(p, sim, paths, b, &undone);
+        int fl = vpool_vol_flags(p, "c");
+        ck_assert_msg(rc != 0 || fl >= 0, "k=%ld: acknowledged clone gone", k);
+        if (fl >= 0) {
+            nasd_bdev *cb = open_vol(p, "c", 4096);
+            if (flushed) img_check(cb, C, 8 * MB, "clone");
+            else {   /* its data or the snapshot's, never anything else */
+                uint8_t *cur = malloc(8 * MB);
+                ck_assert_int_eq(nasd_bdev_read(cb, cur, 0, 8 * MB), 0);
+                ck_assert(!memcmp(cur, A, MB) && !memcmp(cur + 2 * MB, A + 2 * MB, 6 * MB));
+                free(cur);
+            }
+            nasd_bdev_put(cb);
+        }
+        check_snap(p, "v", "s0", A, 8 * MB);
+        vpool_close(p);
+        tdir_remove(&t);
+        if (!died) break;
+    }
+    free(A); free(C);
+}
+START_TEST(t_clone_member_fails) { use_log = _i; clone_member_fails(0); }   /* import reads member 0 first */
+END_TEST
+
 int main(void)
 {
     nasd_log_level = LOG_ERR;
@@ -219,6 +308,8 @@ int main(void)
     tcase_add_loop_test(tc, t_create_page_on_every_member, 0, 2);
     tcase_add_loop_test(tc, t_delete_writes_one_page, 0, 2);
     tcase_add_loop_test(tc, t_delete_member_fails, 0, 4);
+    tcase_add_loop_test(tc, t_clone_writes_one_page, 0, 2);
+    tcase_add_loop_test(tc, t_clone_member_fails, 0, 2);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
