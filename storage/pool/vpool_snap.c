@@ -742,8 +742,9 @@ int vpool_snap_clone(struct vpool *p, const char *vol, const char *snap, const c
     if (!rc) rc = vp_commit(p);
     /* its volume table page, as a snapshot create writes its own, not a checkpoint: the
      * clone owns no unit yet, its map comes from the snapshot at import, and its writes
-     * are journaled (the slot's previous volume was destroyed by a checkpoint, so no
-     * record since names that id) */
+     * are journaled. The slot's previous volume was destroyed by a checkpoint, so no
+     * record since names that id; if that checkpoint failed, it is made now. */
+    if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
     if (!rc) rc = vp_voltab_write(p, (unsigned)vslot);
     if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);   /* as in create */
     pthread_mutex_unlock(&p->commit_lock);
