@@ -1,6 +1,7 @@
 /* Snapshot create and delete (and clone, its volume table page) write the table page that
- * changes (both copies on every member) instead of a checkpoint: what that writes, a member failing that write,
- * and power loss during it. Power loss at every write of each operation: test_vpool_snap. */
+ * changes (both copies on every member) instead of a checkpoint: what that writes, a member
+ * failing that write, and power loss during it. Power loss at every write of each
+ * operation: test_vpool_snap. */
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
 #include "util/log.h"
@@ -168,6 +169,15 @@ START_TEST(t_delete_writes_one_page)
 }
 END_TEST
 
+/* Member m fails its next write; the machine dies after k member writes. */
+static struct vp_sim *member_fails_then_power(struct vpool *p, int m, long k)
+{
+    struct vp_sim *sim = vp_sim_attach(p);
+    vp_sim_kill_member_after(sim, m, 0);
+    vp_sim_kill_after(sim, k);
+    return sim;
+}
+
 /* Member m's write of the page without the deleted snapshot fails (the delete goes on
  * degraded), and power fails at each later member write: the snapshot is gone once the
  * delete returned, and if the import shows it, it reads as it was: never a snapshot back
@@ -183,9 +193,7 @@ static void delete_member_fails(int m)
         memcpy(B, A, 8 * MB);
         img_write(b, B, 0, 6 * MB, 2);   /* s0 alone holds A */
         ck_assert_int_eq(nasd_bdev_flush(b), 0);
-        struct vp_sim *sim = vp_sim_attach(p);
-        vp_sim_kill_member_after(sim, m, 0);
-        vp_sim_kill_after(sim, k);
+        struct vp_sim *sim = member_fails_then_power(p, m, k);
         int rc = vpool_snap_destroy(p, "v", "s0");
         bool died = vp_sim_died(sim);
         ck_assert_msg(rc == 0 || died, "k=%ld: %d", k, rc);
@@ -248,8 +256,8 @@ START_TEST(t_clone_writes_one_page)
 END_TEST
 
 /* Member m fails the clone's page write (the clone goes on degraded), a write to the clone
- * is flushed, and power fails at each later member write: a clone acknowledged is there after the import and reads as the
- * snapshot, with the writes flushed to it. */
+ * is flushed, and power fails at each later member write: a clone acknowledged is there
+ * after the import and reads as the snapshot, with the writes flushed to it. */
 static void clone_member_fails(int m)
 {
     uint8_t *A = calloc(1, 8 * MB), *C = malloc(8 * MB);
@@ -258,9 +266,7 @@ static void clone_member_fails(int m)
         const char *const *paths;
         nasd_bdev *b;
         struct vpool *p = crash_round_pool(&t, &paths, &b, A);
-        struct vp_sim *sim = vp_sim_attach(p);
-        vp_sim_kill_member_after(sim, m, 0);
-        vp_sim_kill_after(sim, k);
+        struct vp_sim *sim = member_fails_then_power(p, m, k);
         int rc = vpool_snap_clone(p, "v", "s0", "c");
         bool died = vp_sim_died(sim), flushed = false;
         ck_assert_msg(rc == 0 || died, "k=%ld: %d", k, rc);
