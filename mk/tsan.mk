@@ -3,7 +3,7 @@
 # of `make test` (each build takes minutes on 2 cores); run them after changing locking or I/O.
 # detect_deadlocks=0: a commit holds more row locks at once than TSan's detector tracks (64).
 BT ?= build-tsan
-TSAN_TESTS := test_vpool test_vpool_mt test_vpool_crash test_vpool_snap test_vpool_snap_page test_vpool_meta test_vpool_cow test_vpool_fault \
+TSAN_TESTS := test_vpool test_vpool_mt test_vpool_crash test_vpool_snap test_vpool_snap_page test_vpool_vol_page test_vpool_meta test_vpool_cow test_vpool_fault \
               test_vpool_log test_vpool_log_crash test_vpool_log_cow test_vpool_writeback test_vfs_ext2_mt test_txblock
 .PHONY: tsan
 tsan: deps

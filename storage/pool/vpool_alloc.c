@@ -129,11 +129,17 @@ int vp_rebuild_vol_maps(struct vpool *p)
     }
     p->au_used = 0;
     vp_snap_import_fix(p);   /* frees dead AUs no snapshot holds */
+    uint64_t orphans = 0;
     for (uint64_t au = 0; au < p->n_au; au++) {
         struct vp_au o = p->au[au];
         if (!o.vol_id) continue;
         struct vp_vol *v = o.vol_id <= VP_MAX_VOLS ? p->vols[o.vol_id - 1] : NULL;
-        if (!v) { drop_au(p, au, "no such volume"); continue; }
+        if (!v) {   /* a volume destroy cut short before its frees were journaled */
+            vp_au_set(p, au, 0, 0);
+            vp_au_clear(p, au, false);
+            orphans++;
+            continue;
+        }
         if (o.vol_ext >= v->map_len) { drop_au(p, au, "beyond the volume end"); continue; }
         p->au_used++;
         if (o.death) continue;   /* held by snapshots only */
@@ -141,6 +147,8 @@ int vp_rebuild_vol_maps(struct vpool *p)
         v->map[o.vol_ext] = (uint32_t)au + 1;
         v->mapped++;
     }
+    if (orphans)
+        log_info("vpool %s: freed %llu units of volumes no longer in the table", p->name, (unsigned long long)orphans);
     int rc = vp_snap_import_clones(p);
     if (rc) return rc;
     p->thick_unalloc = 0;

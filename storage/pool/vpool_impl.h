@@ -180,6 +180,9 @@ struct vpool {
     uint32_t meta_rpp;
     uint8_t meta_init[VP_META_REGIONS / 8];
     struct vp_vol *vols[VP_MAX_VOLS];
+    /* slots whose volume was destroyed since the last checkpoint: records since then may
+     * still name its id, so a new volume takes one only after a checkpoint (commit_lock) */
+    bool vol_gone[VP_MAX_VOLS];
     pthread_rwlock_t vol_lock;    /* protects vols[] array and vol sizes/maps (realloc on resize) */
     struct vp_snap *snaps[VP_MAX_SNAPS];   /* changed under vol_lock (write) + commit_lock */
     uint32_t snap_cur;            /* generation new AUs are born in (alloc_lock) */
@@ -366,7 +369,13 @@ void vp_snaptab_dirty(struct vpool *p, unsigned slot);
 /* Writes the snapshot table page holding slot now, both copies on every member (a new
  * snapshot: the journal since the last checkpoint replays on top of it at import). */
 int  vp_snaptab_write(struct vpool *p, unsigned slot);
-int  vp_voltab_write(struct vpool *p, unsigned slot);   /* the same for the volume table (a clone) */
+int  vp_voltab_write(struct vpool *p, unsigned slot);   /* the same for the volume table */
+/* A destroyed volume: its volume table page and the snapshot table pages of the slots
+ * held[] names (its snapshots, out of the table), in one write. */
+int  vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *held);
+/* A free volume slot (vol_lock held for writing), -1 if none; *ckpt: it is one of
+ * vol_gone, so the caller checkpoints before the new volume's page. */
+int  vp_vol_slot(struct vpool *p, bool *ckpt);
 void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- member I/O (vpool_label.c) ---- */
@@ -699,11 +708,10 @@ uint32_t *vp_snap_build_map(struct vpool *p, uint32_t vol_id, uint32_t g, uint64
  * snap_cur and last_snap; then clone fallbacks into the live maps. */
 void vp_snap_import_fix(struct vpool *p);
 int  vp_snap_import_clones(struct vpool *p);
-/* Volume destroy: -EBUSY if a clone depends on one of its snapshots, else removes
- * them and frees every AU it owns (live and held by snapshots). commit_lock held,
- * vol_lock write held. */
+/* Volume destroy (commit_lock and vol_lock write held): -EBUSY if a clone depends on
+ * one of its snapshots; detach moves its snapshots out of the table into held[slot]. */
 int  vp_snap_vol_busy(struct vpool *p, struct vp_vol *v);
-void vp_snap_vol_gone(struct vpool *p, struct vp_vol *v);
+void vp_snap_vol_detach(struct vpool *p, struct vp_vol *v, struct vp_snap **held);
 int  vp_snap_create_uuid(struct vpool *p, const char *vol, const char *snap, const uint8_t *uuid, uint64_t ctime);
 nasd_bdev *vp_vol_open_view(struct vpool *p, struct vp_vol *view, uint32_t block_size);   /* vpool_vol.c */
 void vp_stream_fix(uint8_t *b, size_t len, const uint8_t *from_uuid);   /* fuzzing (vpool_send.c) */

@@ -278,17 +278,34 @@ out:
     return rc;
 }
 
-static int table_page_write(struct vpool *p, uint64_t idx)
+static int table_pages_write(struct vpool *p, const uint64_t *idx, uint64_t cnt)
 {
-    uint8_t *buf = malloc(VP_SECTOR);
+    uint8_t *buf = malloc(cnt * VP_SECTOR);
     if (!buf) return -ENOMEM;
-    int rc = write_pages(p, &idx, 1, 0, buf);   /* still dirty: the next checkpoint writes it too */
+    int rc = write_pages(p, idx, cnt, 0, buf);   /* still dirty: the next checkpoint writes them too */
     free(buf);
     return rc;
 }
 
-int vp_snaptab_write(struct vpool *p, unsigned slot) { return table_page_write(p, SNAP_PG0 + slot / VP_SNAP_PER_PG); }
-int vp_voltab_write(struct vpool *p, unsigned slot) { return table_page_write(p, slot / VP_VOL_PER_PG); }
+int vp_snaptab_write(struct vpool *p, unsigned slot)
+{
+    uint64_t idx = SNAP_PG0 + slot / VP_SNAP_PER_PG;
+    return table_pages_write(p, &idx, 1);
+}
+int vp_voltab_write(struct vpool *p, unsigned slot)
+{
+    uint64_t idx = slot / VP_VOL_PER_PG;
+    return table_pages_write(p, &idx, 1);
+}
+
+int vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *held)
+{
+    uint64_t idx[1 + VP_SNAPTAB_PAGES], cnt = 0;
+    idx[cnt++] = vslot / VP_VOL_PER_PG;
+    for (unsigned s = 0; s < VP_MAX_SNAPS; s++)
+        if (held[s] && idx[cnt - 1] != SNAP_PG0 + s / VP_SNAP_PER_PG) idx[cnt++] = SNAP_PG0 + s / VP_SNAP_PER_PG;
+    return table_pages_write(p, idx, cnt);
+}
 
 /* Builds pages idx[0..cnt) into buf and writes them to both copies of the members in
  * member_mask (0: every writable member), the first copy synced before the second. A page
@@ -455,6 +472,7 @@ int vp_checkpoint(struct vpool *p)
     if (!rc) rc = vp_write_labels(p, 0);
     if (!rc) {
         p->jpos = 0;
+        memset(p->vol_gone, 0, sizeof p->vol_gone);   /* no record names a destroyed volume now */
         if (p->xl) vp_xl_checkpointed(p);
         if (vp_pool_state(p) == VPOOL_FAULTED) rc = -EIO;
     }

@@ -426,10 +426,10 @@ int vp_snap_vol_busy(struct vpool *p, struct vp_vol *v)
     return 0;
 }
 
-void vp_snap_vol_gone(struct vpool *p, struct vp_vol *v)
+void vp_snap_vol_detach(struct vpool *p, struct vp_vol *v, struct vp_snap **held)
 {
     for (int i = 0; i < VP_MAX_SNAPS; i++)
-        if (p->snaps[i] && p->snaps[i]->vol_id == v->id) { free(p->snaps[i]); p->snaps[i] = NULL; vp_snaptab_dirty(p, i); }
+        if (p->snaps[i] && p->snaps[i]->vol_id == v->id) { held[i] = p->snaps[i]; p->snaps[i] = NULL; vp_snaptab_dirty(p, i); }
 }
 
 /* ---------------- management ---------------- */
@@ -711,8 +711,8 @@ int vpool_snap_clone(struct vpool *p, const char *vol, const char *snap, const c
     struct vp_vol *o = vol_find(p, vol), *v = NULL;
     int slot = o ? snap_slot(p, o->id, snap) : -1, vslot = -1;
     int rc = !o || slot < 0 ? -ENOENT : vol_find(p, clone) ? -EEXIST : 0;
-    for (int i = 0; i < VP_MAX_VOLS && !rc && vslot < 0; i++) if (!p->vols[i]) vslot = i;
-    if (!rc && vslot < 0) rc = -ENOSPC;
+    bool ckpt = false;
+    if (!rc && (vslot = vp_vol_slot(p, &ckpt)) < 0) rc = -ENOSPC;
     if (!rc && !(v = calloc(1, sizeof *v))) rc = -ENOMEM;
     if (!rc) {
         struct vp_snap *s = p->snaps[slot];
@@ -742,10 +742,9 @@ int vpool_snap_clone(struct vpool *p, const char *vol, const char *snap, const c
     if (!rc) rc = vp_commit(p);
     /* its volume table page, as a snapshot create writes its own, not a checkpoint: the
      * clone owns no unit yet, its map comes from the snapshot at import, and its writes
-     * are journaled. The slot's previous volume was destroyed by a checkpoint, so no
-     * record since names that id; if that checkpoint failed, it is made now. */
-    if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
-    if (!rc) rc = vp_voltab_write(p, (unsigned)vslot);
+     * are journaled. A slot freed since the last checkpoint comes with one (vp_vol_slot). */
+    if (!rc && ckpt) rc = vp_checkpoint(p);
+    else if (!rc) rc = vp_voltab_write(p, (unsigned)vslot);
     if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);   /* as in create */
     pthread_mutex_unlock(&p->commit_lock);
     if (!rc) log_info("vpool %s: volume %s cloned from %s@%s", p->name, clone, vol, snap);

@@ -398,6 +398,20 @@ bool vp_name_ok(const char *n)
     return true;
 }
 
+/* A slot freed since the last checkpoint is taken last: the journal since that checkpoint
+ * may hold its old volume's allocations, and replay must not give them to a new one. */
+int vp_vol_slot(struct vpool *p, bool *ckpt)
+{
+    int gone = -1;
+    for (int i = 0; i < VP_MAX_VOLS; i++) {
+        if (p->vols[i]) continue;
+        if (!p->vol_gone[i]) { *ckpt = false; return i; }
+        if (gone < 0) gone = i;
+    }
+    *ckpt = gone >= 0;
+    return gone;
+}
+
 int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags)
 {
     if (!vp_name_ok(name) || !size || (flags & ~(VPOOL_VOL_LZ4 | VPOOL_VOL_THIN)) || size > (1ull << 50))
@@ -417,9 +431,9 @@ int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags
     pthread_mutex_lock(&p->commit_lock);
     pthread_rwlock_wrlock(&p->vol_lock);
     int rc = 0, slot = -1;
+    bool ckpt = false;
     if (vol_find(p, name)) rc = -EEXIST;
-    for (int i = 0; i < VP_MAX_VOLS && !rc && slot < 0; i++) if (!p->vols[i]) slot = i;
-    if (!rc && slot < 0) rc = -ENOSPC;
+    else if ((slot = vp_vol_slot(p, &ckpt)) < 0) rc = -ENOSPC;
     if (!rc) { v->id = (uint32_t)slot + 1; p->vols[slot] = v; mark_voltab(p, v->id); }
     if (!rc && !(flags & VPOOL_VOL_THIN)) {
         pthread_mutex_lock(&p->alloc_lock);
@@ -427,8 +441,14 @@ int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags
         pthread_mutex_unlock(&p->alloc_lock);
     }
     pthread_rwlock_unlock(&p->vol_lock);
-    if (!rc) rc = vp_commit(p);
-    if (!rc) rc = vp_checkpoint(p);
+    /* its volume table page, not a checkpoint of every page changed since the last one
+     * (seconds after heavy writes): the new volume owns no unit yet. A member that failed
+     * the write makes it checkpoint, as a snapshot create does. */
+    if (!rc && ckpt) {
+        rc = vp_commit(p);
+        if (!rc) rc = vp_checkpoint(p);
+    } else if (!rc) rc = vp_voltab_write(p, (unsigned)slot);
+    if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
     pthread_mutex_unlock(&p->commit_lock);
     if (rc && slot < 0) vp_vol_free(v);
     if (!rc) log_info("vpool %s: volume %s created (%llu bytes%s%s)", p->name, name, (unsigned long long)size,
@@ -460,6 +480,8 @@ nasd_bdev *vpool_vol_open(struct vpool *p, const char *name, uint32_t block_size
 
 int vpool_vol_destroy(struct vpool *p, const char *name)
 {
+    struct vp_snap **held = calloc(VP_MAX_SNAPS, sizeof *held);
+    if (!held) return -ENOMEM;
     pthread_mutex_lock(&p->snap_mu);
     pthread_mutex_lock(&p->commit_lock);
     int rc = vp_commit(p);
@@ -469,27 +491,45 @@ int vpool_vol_destroy(struct vpool *p, const char *name)
     else if (atomic_load(&v->open_count)) rc = -EBUSY;
     else if (!rc) rc = vp_snap_vol_busy(p, v);   /* a clone still reads its snapshots */
     if (!rc) {
-        vp_snap_vol_gone(p, v);
+        vp_snap_vol_detach(p, v, held);
         p->vols[v->id - 1] = NULL;
         mark_voltab(p, v->id);
+    }
+    pthread_rwlock_unlock(&p->vol_lock);
+    /* gone for good before its units are freed and reused: its table pages (volume and
+     * snapshots), as a snapshot delete writes its page, not a checkpoint. The frees are
+     * journaled by the commit below; after a crash before it, import frees the units of
+     * volumes not in the table. A member that failed the write: as in snapshot create. */
+    if (!rc) {
+        rc = vp_vol_gone_write(p, v->id - 1, held);
+        if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
+        if (rc) {   /* it stays (members that wrote the pages lack it until the next checkpoint) */
+            pthread_rwlock_wrlock(&p->vol_lock);
+            p->vols[v->id - 1] = v;
+            mark_voltab(p, v->id);
+            for (int i = 0; i < VP_MAX_SNAPS; i++)
+                if (held[i]) { p->snaps[i] = held[i]; held[i] = NULL; vp_snaptab_dirty(p, (unsigned)i); }
+            pthread_rwlock_unlock(&p->vol_lock);
+        }
+    }
+    if (!rc) {
+        p->vol_gone[v->id - 1] = true;
         if (!(v->flags & VPOOL_VOL_THIN)) {   /* its unwritten units are no longer promised */
             pthread_mutex_lock(&p->alloc_lock);
             uint64_t left = v->map_len - vp_vol_mapped(v);
             p->thick_unalloc = p->thick_unalloc > left ? p->thick_unalloc - left : 0;
             pthread_mutex_unlock(&p->alloc_lock);
         }
-    }
-    pthread_rwlock_unlock(&p->vol_lock);
-    if (!rc) {
         for (uint64_t au = 0; au < p->n_au; au++)   /* live and snapshot units it owns */
             if (p->au[au].vol_id == v->id) vp_free_au(p, au);
         rc = vp_commit(p);
-        if (!rc) rc = vp_checkpoint(p);
         log_info("vpool %s: volume %s destroyed", p->name, name);
         vp_vol_free(v);
+        for (int i = 0; i < VP_MAX_SNAPS; i++) free(held[i]);
     }
     pthread_mutex_unlock(&p->commit_lock);
     pthread_mutex_unlock(&p->snap_mu);
+    free(held);
     return rc;
 }
 
@@ -500,6 +540,7 @@ int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
     pthread_rwlock_wrlock(&p->vol_lock);
     struct vp_vol *v = vol_find(p, name);
     int rc = !v ? -ENOENT : new_size < v->size || new_size > (1ull << 50) ? -EINVAL : 0;
+    bool grown = false;
     if (!rc && new_size > v->size) {
         uint64_t nl = (new_size + VP_AU_BYTES - 1) / VP_AU_BYTES;
         uint32_t *nm = calloc(nl, sizeof *nm);
@@ -513,6 +554,7 @@ int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
             if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc += nl - v->map_len;
             __atomic_store_n(&v->map_len, nl, __ATOMIC_RELEASE);
             v->size = new_size;
+            grown = true;
             pthread_mutex_unlock(&p->alloc_lock);
             mark_voltab(p, v->id);
             pthread_mutex_lock(&v->bdev_lock);
@@ -521,7 +563,9 @@ int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
         }
     }
     pthread_rwlock_unlock(&p->vol_lock);
-    if (!rc) rc = vp_checkpoint(p);
+    /* its volume table page (nothing beyond the old end is committed before it: commit_lock) */
+    if (grown) rc = vp_voltab_write(p, v->id - 1);
+    if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
     pthread_mutex_unlock(&p->commit_lock);
     return rc;
 }

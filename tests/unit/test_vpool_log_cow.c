@@ -314,7 +314,11 @@ START_TEST(t_unmap_after_failed_commit)
     ck_assert_int_eq(vp_pool_state(p), VPOOL_DEGRADED);
     ck_assert_uint_eq(p->xl->cows.n, 1);
     ck_assert_uint_ne(vp_csum_get(p, nau * VP_AU_SECT + 2), 0);   /* the unit was written and published */
-    ck_assert_int_eq(vpool_vol_resize(p, "v", 9 * MB), 0);        /* a checkpoint, no commit */
+    struct vp_prof before, after;
+    vp_debug_prof(p, &before);
+    ck_assert_int_eq(vpool_vol_resize(p, "v", 9 * MB), 0);   /* a checkpoint (the member fault), no commit */
+    vp_debug_prof(p, &after);
+    ck_assert_uint_eq(after.checkpoints, before.checkpoints + 1);
     ck_assert_uint_eq(p->xl->cows.n, 1);
     ck_assert_int_eq(nasd_bdev_unmap(b, 8192, 4096), 0);
     uint8_t blk[4096], got[4096];
