@@ -432,6 +432,7 @@ int  vp_wipe_labels(struct vpool *p);
 extern int vp_test_create_fmt;   /* tests: format of pools vpool_create makes (0: VP_FMT_DEFAULT) */
 extern unsigned vp_test_meta_regions;   /* tests: regions of pools vpool_create makes (0: VP_META_REGIONS) */
 extern unsigned vp_test_meta_batch;     /* tests: metadata pages written per batch (0: 16384) */
+extern unsigned vp_test_meta_nomem;     /* tests: the next that many checkpoints' page writes fail (ENOMEM) */
 struct vp_label {                 /* at the start of a 4 KiB label sector, little endian */
     uint64_t magic;
     uint32_t version, hdr_size;

@@ -53,7 +53,7 @@ static bool region_init(const struct vpool *p, uint64_t idx)
 }
 static void region_set(struct vpool *p, uint64_t r) { p->meta_init[r / 8] |= (uint8_t)(1u << (r % 8)); }
 
-unsigned vp_test_meta_regions, vp_test_meta_batch;
+unsigned vp_test_meta_regions, vp_test_meta_batch, vp_test_meta_nomem;
 #define META_BATCH 16384   /* pages (64 MiB) built and written at once */
 
 void vp_meta_regions_init(struct vpool *p, unsigned regions)
@@ -262,7 +262,7 @@ int vp_meta_write(struct vpool *p, bool all_pages, uint32_t member_mask)
      * page of the tables (4 GB per TiB of data area in a single buffer otherwise) */
     uint64_t batch = vp_test_meta_batch ? vp_test_meta_batch : META_BATCH;
     if (batch > cnt) batch = cnt;
-    buf = malloc(batch * VP_SECTOR);
+    buf = vp_test_meta_nomem && vp_test_meta_nomem-- ? NULL : malloc(batch * VP_SECTOR);
     if (!buf) {
         if (!all_pages) for (uint64_t i = 0; i < cnt; i++) atomic_store(&p->meta_dirty[idx[i]], 1);
         rc = -ENOMEM;

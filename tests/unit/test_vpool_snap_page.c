@@ -215,6 +215,48 @@ static void delete_member_fails(int m)
 START_TEST(t_delete_member_fails) { use_log = _i / 2; delete_member_fails(_i % 2); }
 END_TEST
 
+/* (Review of f16ee6b.) Member 0 fails a snapshot create's page write, and the checkpoint
+ * that should record its fault fails without faulting the pool (ENOMEM). A later delete
+ * must still checkpoint before it frees units: otherwise, after a power loss, the import
+ * takes the snapshot table from member 0, still ONLINE in its labels, and the deleted
+ * snapshot comes back over freed units. */
+START_TEST(t_failed_checkpoint_retried)
+{
+    use_log = _i;
+    uint8_t *A = calloc(1, 8 * MB), *B = malloc(8 * MB);
+    struct tdir t;
+    const char *const *paths;
+    nasd_bdev *b;
+    struct vpool *p = crash_round_pool(&t, &paths, &b, A);
+    memcpy(B, A, 8 * MB);
+    img_write(b, B, 0, 6 * MB, 2);   /* s0 alone holds A */
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    struct vp_sim *sim = vp_sim_attach(p);
+    vp_sim_kill_member_after(sim, 0, 0);
+    vp_test_meta_nomem = 1;
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s1"), -ENOMEM);
+    ck_assert_uint_eq(vp_test_meta_nomem, 0);
+    ck_assert_int_ne(vp_pool_state(p), VPOOL_FAULTED);
+    struct vp_prof before, after;
+    vp_debug_prof(p, &before);
+    ck_assert_int_eq(vpool_snap_destroy(p, "v", "s0"), 0);
+    vp_debug_prof(p, &after);
+    ck_assert_uint_eq(after.checkpoints, before.checkpoints + 1);
+    uint64_t undone;
+    p = power_loss_import(p, sim, paths, b, &undone);
+    struct vpool_snap_info si[2];
+    int n = vpool_snap_list(p, "v", si, 2);
+    ck_assert_int_ge(n, 0);
+    for (int i = 0; i < n; i++) ck_assert_str_ne(si[i].name, "s0");
+    b = open_vol(p, "v", 4096);
+    img_check(b, B, 8 * MB, "volume");
+    nasd_bdev_put(b);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(A); free(B);
+}
+END_TEST
+
 /* Cloning writes its volume table page the same way: no checkpoint. The clone reads as
  * the snapshot, takes writes of its own, and both survive an import. */
 START_TEST(t_clone_writes_one_page)
@@ -314,6 +356,7 @@ int main(void)
     tcase_add_loop_test(tc, t_create_page_on_every_member, 0, 2);
     tcase_add_loop_test(tc, t_delete_writes_one_page, 0, 2);
     tcase_add_loop_test(tc, t_delete_member_fails, 0, 4);
+    tcase_add_loop_test(tc, t_failed_checkpoint_retried, 0, 2);
     tcase_add_loop_test(tc, t_clone_writes_one_page, 0, 2);
     tcase_add_loop_test(tc, t_clone_member_fails, 0, 2);
     suite_add_tcase(s, tc);
