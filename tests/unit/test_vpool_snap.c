@@ -17,15 +17,6 @@
 
 #include "tests/unit/test_vpool_snap_util.h"
 
-static struct vpool *reimport(struct vpool *p, const char *const *paths, int n)
-{
-    vpool_close(p);
-    char err[256];
-    struct vpool_opts o = { .cache_bytes = 8ull << 20, .dirty_bytes = 4ull << 20 };
-    ck_assert_msg(vpool_import(paths, n, &o, &p, err, sizeof err) == 0, "import: %s", err);
-    return p;
-}
-
 START_TEST(t_cow_clone_rollback)
 {
     use_log = _i;

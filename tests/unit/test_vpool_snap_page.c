@@ -7,14 +7,6 @@
 #include "util/log.h"
 #include "tests/unit/test_vpool_snap_util.h"
 
-static struct vpool *reimport(struct vpool *p, const char *const *paths, int n)
-{
-    vpool_close(p);
-    char err[256];
-    ck_assert_msg(vpool_import(paths, n, NULL, &p, err, sizeof err) == 0, "import: %s", err);
-    return p;
-}
-
 /* raidz1 of 4 with volume v (VSIZE) written whole: every unit and table page of it changed. */
 static struct vpool *full_volume(struct tdir *t, nasd_bdev **b, uint8_t **A)
 {
@@ -182,6 +174,16 @@ static struct vp_sim *member_fails_then_power(struct vpool *p, int m, long k)
  * degraded), and power fails at each later member write: the snapshot is gone once the
  * delete returned, and if the import shows it, it reads as it was: never a snapshot back
  * from the member that missed the page, over units the journal freed. */
+/* crash_round_pool, then B over v's data: s0 alone holds A. */
+static struct vpool *s0_alone(struct tdir *t, const char *const **paths, nasd_bdev **b, uint8_t *A, uint8_t *B)
+{
+    struct vpool *p = crash_round_pool(t, paths, b, A);
+    memcpy(B, A, 8 * MB);
+    img_write(*b, B, 0, 6 * MB, 2);
+    ck_assert_int_eq(nasd_bdev_flush(*b), 0);
+    return p;
+}
+
 static void delete_member_fails(int m)
 {
     uint8_t *A = calloc(1, 8 * MB), *B = malloc(8 * MB);
@@ -189,10 +191,7 @@ static void delete_member_fails(int m)
         struct tdir t;
         const char *const *paths;
         nasd_bdev *b;
-        struct vpool *p = crash_round_pool(&t, &paths, &b, A);
-        memcpy(B, A, 8 * MB);
-        img_write(b, B, 0, 6 * MB, 2);   /* s0 alone holds A */
-        ck_assert_int_eq(nasd_bdev_flush(b), 0);
+        struct vpool *p = s0_alone(&t, &paths, &b, A, B);
         struct vp_sim *sim = member_fails_then_power(p, m, k);
         int rc = vpool_snap_destroy(p, "v", "s0");
         bool died = vp_sim_died(sim);
@@ -227,10 +226,7 @@ START_TEST(t_failed_checkpoint_retried)
     struct tdir t;
     const char *const *paths;
     nasd_bdev *b;
-    struct vpool *p = crash_round_pool(&t, &paths, &b, A);
-    memcpy(B, A, 8 * MB);
-    img_write(b, B, 0, 6 * MB, 2);   /* s0 alone holds A */
-    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    struct vpool *p = s0_alone(&t, &paths, &b, A, B);
     struct vp_sim *sim = vp_sim_attach(p);
     vp_sim_kill_member_after(sim, 0, 0);
     vp_test_meta_nomem = 1;

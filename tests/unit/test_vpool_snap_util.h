@@ -64,6 +64,16 @@ static inline struct vpool *mkpool(struct tdir *t, enum vpool_layout l, int n, c
     return p;
 }
 
+/* Closes p and imports it again from paths (mkpool's cache sizes). */
+static inline struct vpool *reimport(struct vpool *p, const char *const *paths, int n)
+{
+    vpool_close(p);
+    char err[256];
+    struct vpool_opts o = { .cache_bytes = 8ull << 20, .dirty_bytes = 4ull << 20 };
+    ck_assert_msg(vpool_import(paths, n, &o, &p, err, sizeof err) == 0, "import: %s", err);
+    return p;
+}
+
 /* A crash round's start: raidz1 of 3, volume v of 8 MiB holding A (6 MiB of data), snapshot s0. */
 static inline struct vpool *crash_round_pool(struct tdir *t, const char *const **paths, nasd_bdev **b, uint8_t *A)
 {

@@ -7,14 +7,6 @@
 #include "util/log.h"
 #include "tests/unit/test_vpool_snap_util.h"
 
-static struct vpool *reimport(struct vpool *p, const char *const *paths, int n)
-{
-    vpool_close(p);
-    char err[256];
-    ck_assert_msg(vpool_import(paths, n, NULL, &p, err, sizeof err) == 0, "import: %s", err);
-    return p;
-}
-
 static uint64_t vol_size(struct vpool *p, const char *name)
 {
     char names[VP_MAX_VOLS][64];
