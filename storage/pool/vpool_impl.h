@@ -370,8 +370,8 @@ void vp_snaptab_dirty(struct vpool *p, unsigned slot);
  * snapshot: the journal since the last checkpoint replays on top of it at import). */
 int  vp_snaptab_write(struct vpool *p, unsigned slot);
 int  vp_voltab_write(struct vpool *p, unsigned slot);   /* the same for the volume table */
-/* A destroyed volume: its volume table page and the snapshot table pages of the slots
- * held[] names (its snapshots, out of the table), in one write. */
+/* A destroyed volume: its volume table page, then the snapshot table pages of the slots
+ * held[] names (its snapshots, out of the table). */
 int  vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *held);
 /* A free volume slot (vol_lock held for writing), -1 if none; *ckpt: it is one of
  * vol_gone, so the caller checkpoints before the new volume's page. */

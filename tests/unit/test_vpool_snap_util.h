@@ -88,16 +88,23 @@ static inline struct vpool *crash_round_pool(struct tdir *t, const char *const *
 }
 
 /* Power loss now: the pool closed as it stands (b put first), the members' writes since
- * their last sync undone (count in *undone), and the pool imported again. */
-static inline struct vpool *power_loss_import(struct vpool *p, struct vp_sim *sim, const char *const *paths, nasd_bdev *b,
-                                       uint64_t *undone)
+ * their last sync undone (count in *undone; seed: a random part of them, see
+ * vp_sim_rollback), and the pool imported again. */
+static inline struct vpool *power_loss_import_seed(struct vpool *p, struct vp_sim *sim, const char *const *paths,
+                                                   nasd_bdev *b, uint64_t seed, uint64_t *undone)
 {
     vp_sim_kill(sim);
     nasd_bdev_put(b);
     vpool_close(p);
-    vp_sim_rollback(sim, paths, 3, VP_SIM_UNDO_ALL, undone);
+    vp_sim_rollback(sim, paths, 3, seed, undone);
     char err[256];
     ck_assert_msg(vpool_import(paths, 3, NULL, &p, err, sizeof err) == 0, "import: %s", err);
     return p;
+}
+
+static inline struct vpool *power_loss_import(struct vpool *p, struct vp_sim *sim, const char *const *paths, nasd_bdev *b,
+                                              uint64_t *undone)
+{
+    return power_loss_import_seed(p, sim, paths, b, VP_SIM_UNDO_ALL, undone);
 }
 
