@@ -278,12 +278,14 @@ out:
     return rc;
 }
 
+/* On failure the next commit checkpoints: a create or grow that failed here stays in RAM,
+ * and writes to it must not be acknowledged before its table page is out. */
 static int table_pages_write(struct vpool *p, const uint64_t *idx, uint64_t cnt)
 {
     uint8_t *buf = malloc(cnt * VP_SECTOR);
-    if (!buf) return -ENOMEM;
-    int rc = write_pages(p, idx, cnt, 0, buf);   /* still dirty: the next checkpoint writes them too */
+    int rc = buf ? write_pages(p, idx, cnt, 0, buf) : -ENOMEM;   /* still dirty: the next checkpoint writes them too */
     free(buf);
+    if (rc) atomic_store(&p->need_checkpoint, 1);
     return rc;
 }
 

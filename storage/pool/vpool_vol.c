@@ -449,6 +449,7 @@ int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags
         if (!rc) rc = vp_checkpoint(p);
     } else if (!rc) rc = vp_voltab_write(p, (unsigned)slot);
     if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
+    if (rc && slot >= 0) atomic_store(&p->need_checkpoint, 1);   /* it stays in RAM: a checkpoint writes it */
     pthread_mutex_unlock(&p->commit_lock);
     if (rc && slot < 0) vp_vol_free(v);
     if (!rc) log_info("vpool %s: volume %s created (%llu bytes%s%s)", p->name, name, (unsigned long long)size,

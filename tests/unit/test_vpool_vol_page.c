@@ -190,6 +190,43 @@ START_TEST(t_power_loss_vol_ops)
 }
 END_TEST
 
+/* Power fails after k member writes of destroy v (snapshot s0), and each block written
+ * since the last sync keeps its new or its old content at random (seeded rollback): the
+ * destroy was not acknowledged, so v is whole with s0 or gone with it, never back without
+ * its snapshot. With both tables' pages in one write, 12 of these 32 rounds brought v
+ * back alone. (From a helper's review of e909ce1.) */
+START_TEST(t_destroy_torn_pages)
+{
+    uint8_t *A = calloc(1, 8 * MB);
+    int bad = 0;
+    for (long k = 1; k <= 4; k++)
+        for (uint64_t seed = 1; seed <= 8; seed++) {
+            struct tdir t;
+            const char *const *paths;
+            nasd_bdev *b;
+            struct vpool *p = crash_round_pool(&t, &paths, &b, A);
+            nasd_bdev_put(b);
+            struct vp_sim *sim = vp_sim_attach(p);
+            vp_sim_kill_after(sim, k);
+            ck_assert_int_ne(vpool_vol_destroy(p, "v"), 0);
+            vp_sim_kill(sim);
+            vpool_close(p);
+            uint64_t undone;
+            vp_sim_rollback(sim, paths, 3, seed, &undone);
+            char err[256];
+            ck_assert_msg(vpool_import(paths, 3, NULL, &p, err, sizeof err) == 0, "import: %s", err);
+            if (vpool_vol_flags(p, "v") >= 0 && vpool_snap_list(p, "v", NULL, 0) != 1) {
+                fprintf(stderr, "k=%ld seed=%llu: v is back without s0\n", k, (unsigned long long)seed);
+                bad++;
+            }
+            vpool_close(p);
+            tdir_remove(&t);
+        }
+    free(A);
+    ck_assert_msg(bad == 0, "%d rounds left v without its snapshot", bad);
+}
+END_TEST
+
 int main(void)
 {
     nasd_log_level = LOG_ERR;
@@ -200,6 +237,7 @@ int main(void)
     tcase_add_loop_test(tc, t_vol_ops_write_pages, 0, 2);
     tcase_add_test(tc, t_gone_slot_after_checkpoint);
     tcase_add_loop_test(tc, t_power_loss_vol_ops, 0, 4);
+    tcase_add_test(tc, t_destroy_torn_pages);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
