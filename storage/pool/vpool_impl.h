@@ -371,7 +371,7 @@ void vp_snaptab_dirty(struct vpool *p, unsigned slot);
 int  vp_snaptab_write(struct vpool *p, unsigned slot);
 int  vp_voltab_write(struct vpool *p, unsigned slot);   /* the same for the volume table */
 /* A destroyed volume: its volume table page, then the snapshot table pages of the slots
- * held[] names (its snapshots, out of the table). */
+ * held[] names (its snapshots, out of the table); fails only if the volume page did. */
 int  vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *held);
 /* A free volume slot (vol_lock held for writing), -1 if none; *ckpt: it is one of
  * vol_gone, so the caller checkpoints before the new volume's page. */

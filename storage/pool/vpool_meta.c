@@ -305,12 +305,14 @@ int vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *he
     /* the volume page first, both copies synced, then its snapshots' pages: a crash in
      * between leaves the volume gone (import drops snapshots of missing volumes), never
      * the volume without its snapshots, as unsynced pages of one write could (any mix of
-     * them survives a power loss) */
+     * them survives a power loss). Once the volume page is out the destroy stands: if
+     * the snapshot pages fail, the next checkpoint writes them (need_checkpoint). */
     uint64_t idx[VP_SNAPTAB_PAGES], cnt = 0, vpg = vslot / VP_VOL_PER_PG;
     int rc = table_pages_write(p, &vpg, 1);
     for (unsigned s = 0; s < VP_MAX_SNAPS; s++)
         if (held[s] && (!cnt || idx[cnt - 1] != SNAP_PG0 + s / VP_SNAP_PER_PG)) idx[cnt++] = SNAP_PG0 + s / VP_SNAP_PER_PG;
-    return rc || !cnt ? rc : table_pages_write(p, idx, cnt);
+    if (!rc && cnt) table_pages_write(p, idx, cnt);
+    return rc;
 }
 
 /* Builds pages idx[0..cnt) into buf and writes them to both copies of the members in
