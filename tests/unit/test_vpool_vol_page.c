@@ -16,8 +16,8 @@ static uint64_t vol_size(struct vpool *p, const char *name)
     return 0;
 }
 
-/* Runs op and checks it wrote pages table pages (both copies on each of n members) and
- * made no checkpoint. */
+/* Runs op and checks that it wrote that many table pages (both copies on each of n
+ * members) and made no checkpoint. */
 #define PAGES_ONLY(p, n, pages, op) do {                                              \
         struct vp_prof b_, a_;                                                        \
         vp_debug_prof(p, &b_);                                                        \
