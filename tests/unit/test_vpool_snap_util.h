@@ -64,6 +64,17 @@ static inline struct vpool *mkpool(struct tdir *t, enum vpool_layout l, int n, c
     return p;
 }
 
+/* Runs op and checks that it wrote that many table pages (both copies on each of n
+ * members) and made no checkpoint. */
+#define PAGES_ONLY(p, n, pages, op) do {                                              \
+        struct vp_prof b_, a_;                                                        \
+        vp_debug_prof(p, &b_);                                                        \
+        ck_assert_int_eq(op, 0);                                                      \
+        vp_debug_prof(p, &a_);                                                        \
+        ck_assert_uint_eq(a_.meta_bytes - b_.meta_bytes, (uint64_t)(pages) * 2 * (n) * 4096); \
+        ck_assert_uint_eq(a_.checkpoints, b_.checkpoints);                            \
+    } while (0)
+
 /* Closes p and imports it again from paths (mkpool's cache sizes). */
 static inline struct vpool *reimport(struct vpool *p, const char *const *paths, int n)
 {

@@ -16,17 +16,6 @@ static uint64_t vol_size(struct vpool *p, const char *name)
     return 0;
 }
 
-/* Runs op and checks that it wrote that many table pages (both copies on each of n
- * members) and made no checkpoint. */
-#define PAGES_ONLY(p, n, pages, op) do {                                              \
-        struct vp_prof b_, a_;                                                        \
-        vp_debug_prof(p, &b_);                                                        \
-        ck_assert_int_eq(op, 0);                                                      \
-        vp_debug_prof(p, &a_);                                                        \
-        ck_assert_uint_eq(a_.meta_bytes - b_.meta_bytes, (uint64_t)(pages) * 2 * (n) * 4096); \
-        ck_assert_uint_eq(a_.checkpoints, b_.checkpoints);                            \
-    } while (0)
-
 /* After writes to every unit of v (its table pages all changed), creating w, growing it
  * and destroying v with two snapshots write a page each (destroy: the volume page and the
  * snapshot page); after an import w has its size, v and its snapshots are gone and no
