@@ -367,11 +367,13 @@ void vp_au_set(struct vpool *p, uint64_t au, uint32_t vol_id, uint32_t vol_ext);
 void vp_au_set_life(struct vpool *p, uint64_t au, uint32_t birth, uint32_t death);
 void vp_snaptab_dirty(struct vpool *p, unsigned slot);
 /* Writes the snapshot table page holding slot now, both copies on every member (a new
- * snapshot: the journal since the last checkpoint replays on top of it at import). */
+ * snapshot: the journal since the last checkpoint replays on top of it at import). These
+ * three checkpoint when a member failed the write (need_checkpoint); commit_lock held. */
 int  vp_snaptab_write(struct vpool *p, unsigned slot);
 int  vp_voltab_write(struct vpool *p, unsigned slot);   /* the same for the volume table */
 /* A destroyed volume: its volume table page, then the snapshot table pages of the slots
- * held[] names (its snapshots, out of the table); fails only if the volume page did. */
+ * held[] names (its snapshots, out of the table); fails only if the volume page or that
+ * checkpoint did. */
 int  vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *held);
 /* A free volume slot (vol_lock held for writing), -1 if none; *ckpt: it is one of
  * vol_gone, so the caller checkpoints before the new volume's page. */

@@ -289,15 +289,22 @@ static int table_pages_write(struct vpool *p, const uint64_t *idx, uint64_t cnt)
     return rc;
 }
 
+/* A member that failed a page write is faulted in memory only: until a checkpoint records
+ * it in the labels, import could read the page from it, without the change. */
+static int fault_recorded(struct vpool *p, int rc)
+{
+    return !rc && atomic_load(&p->need_checkpoint) ? vp_checkpoint(p) : rc;
+}
+
 int vp_snaptab_write(struct vpool *p, unsigned slot)
 {
     uint64_t idx = SNAP_PG0 + slot / VP_SNAP_PER_PG;
-    return table_pages_write(p, &idx, 1);
+    return fault_recorded(p, table_pages_write(p, &idx, 1));
 }
 int vp_voltab_write(struct vpool *p, unsigned slot)
 {
     uint64_t idx = slot / VP_VOL_PER_PG;
-    return table_pages_write(p, &idx, 1);
+    return fault_recorded(p, table_pages_write(p, &idx, 1));
 }
 
 int vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *held)
@@ -306,13 +313,13 @@ int vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *he
      * between leaves the volume gone (import drops snapshots of missing volumes), never
      * the volume without its snapshots, as unsynced pages of one write could (any mix of
      * them survives a power loss). Once the volume page is out the destroy stands: if
-     * the snapshot pages fail, the next checkpoint writes them (need_checkpoint). */
+     * the snapshot pages fail, the checkpoint below writes them. */
     uint64_t idx[VP_SNAPTAB_PAGES], cnt = 0, vpg = vslot / VP_VOL_PER_PG;
     int rc = table_pages_write(p, &vpg, 1);
     for (unsigned s = 0; s < VP_MAX_SNAPS; s++)
         if (held[s] && (!cnt || idx[cnt - 1] != SNAP_PG0 + s / VP_SNAP_PER_PG)) idx[cnt++] = SNAP_PG0 + s / VP_SNAP_PER_PG;
     if (!rc && cnt) table_pages_write(p, idx, cnt);
-    return rc;
+    return fault_recorded(p, rc);
 }
 
 /* Builds pages idx[0..cnt) into buf and writes them to both copies of the members in

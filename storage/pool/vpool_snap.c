@@ -484,9 +484,6 @@ static int snap_create(struct vpool *p, const char *vol, const char *name, const
      * the last one (13-21 s on a 1 TiB volume just written), the journal holds the rest */
     if (!rc) {
         rc = vp_snaptab_write(p, (unsigned)slot);
-        /* a member that failed that write is faulted in memory only: a checkpoint records it
-         * in the labels, or import could read the page from it, without the snapshot */
-        if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
         if (rc) {
             pthread_rwlock_wrlock(&p->vol_lock);
             p->snaps[slot] = NULL;
@@ -548,9 +545,8 @@ int vpool_snap_destroy(struct vpool *p, const char *vol, const char *snap)
              * create writes it (not a checkpoint of every page changed since the last one:
              * 17-20 s on a 1 TiB volume just written). The frees are journaled by the
              * commit below; after a crash before it, import frees the units no snapshot
-             * holds (vp_snap_import_fix). A member that failed the write: as in create. */
+             * holds (vp_snap_import_fix). */
             rc = vp_snaptab_write(p, (unsigned)slot);
-            if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
             if (!rc) {
                 pthread_rwlock_wrlock(&p->vol_lock);
                 __atomic_store_n(&v->last_snap, newest_gen(p, v->id), __ATOMIC_RELEASE);
@@ -745,7 +741,6 @@ int vpool_snap_clone(struct vpool *p, const char *vol, const char *snap, const c
      * are journaled. A slot freed since the last checkpoint comes with one (vp_vol_slot). */
     if (!rc && ckpt) rc = vp_checkpoint(p);
     else if (!rc) rc = vp_voltab_write(p, (unsigned)vslot);
-    if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);   /* as in create */
     pthread_mutex_unlock(&p->commit_lock);
     if (!rc) log_info("vpool %s: volume %s cloned from %s@%s", p->name, clone, vol, snap);
     pthread_mutex_unlock(&p->snap_mu);

@@ -442,13 +442,11 @@ int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags
     }
     pthread_rwlock_unlock(&p->vol_lock);
     /* its volume table page, not a checkpoint of every page changed since the last one
-     * (seconds after heavy writes): the new volume owns no unit yet. A member that failed
-     * the write makes it checkpoint, as a snapshot create does. */
+     * (seconds after heavy writes): the new volume owns no unit yet */
     if (!rc && ckpt) {
         rc = vp_commit(p);
         if (!rc) rc = vp_checkpoint(p);
     } else if (!rc) rc = vp_voltab_write(p, (unsigned)slot);
-    if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
     if (rc && slot >= 0) atomic_store(&p->need_checkpoint, 1);   /* it stays in RAM: a checkpoint writes it */
     pthread_mutex_unlock(&p->commit_lock);
     if (rc && slot < 0) vp_vol_free(v);
@@ -500,10 +498,9 @@ int vpool_vol_destroy(struct vpool *p, const char *name)
     /* gone for good before its units are freed and reused: its table pages (volume and
      * snapshots), as a snapshot delete writes its page, not a checkpoint. The frees are
      * journaled by the commit below; after a crash before it, import frees the units of
-     * volumes not in the table. A member that failed the write: as in snapshot create. */
+     * volumes not in the table. */
     if (!rc) {
         rc = vp_vol_gone_write(p, v->id - 1, held);
-        if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
         if (rc) {   /* it stays (members that wrote the pages lack it until the next checkpoint) */
             pthread_rwlock_wrlock(&p->vol_lock);
             p->vols[v->id - 1] = v;
@@ -566,7 +563,7 @@ int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
     pthread_rwlock_unlock(&p->vol_lock);
     /* its volume table page (nothing beyond the old end is committed before it: commit_lock) */
     if (grown) rc = vp_voltab_write(p, v->id - 1);
-    if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);
+    else if (!rc && atomic_load(&p->need_checkpoint)) rc = vp_checkpoint(p);   /* a member fault, all the same */
     pthread_mutex_unlock(&p->commit_lock);
     return rc;
 }
