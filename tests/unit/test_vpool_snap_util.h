@@ -98,14 +98,14 @@ static inline struct vpool *crash_round_pool(struct tdir *t, const char *const *
     return p;
 }
 
-/* Power loss now: the pool closed as it stands (b put first), the members' writes since
+/* Power loss now: the pool closed as it stands (b, if any, put first), the members' writes since
  * their last sync undone (count in *undone; seed: a random part of them, see
  * vp_sim_rollback), and the pool imported again. */
 static inline struct vpool *power_loss_import_seed(struct vpool *p, struct vp_sim *sim, const char *const *paths,
                                                    nasd_bdev *b, uint64_t seed, uint64_t *undone)
 {
     vp_sim_kill(sim);
-    nasd_bdev_put(b);
+    if (b) nasd_bdev_put(b);
     vpool_close(p);
     vp_sim_rollback(sim, paths, 3, seed, undone);
     char err[256];

@@ -199,12 +199,8 @@ START_TEST(t_destroy_torn_pages)
             struct vp_sim *sim = vp_sim_attach(p);
             vp_sim_kill_after(sim, k);
             ck_assert_int_ne(vpool_vol_destroy(p, "v"), 0);
-            vp_sim_kill(sim);
-            vpool_close(p);
             uint64_t undone;
-            vp_sim_rollback(sim, paths, 3, seed, &undone);
-            char err[256];
-            ck_assert_msg(vpool_import(paths, 3, NULL, &p, err, sizeof err) == 0, "import: %s", err);
+            p = power_loss_import_seed(p, sim, paths, NULL, seed, &undone);
             if (vpool_vol_flags(p, "v") >= 0 && vpool_snap_list(p, "v", NULL, 0) != 1) {
                 fprintf(stderr, "k=%ld seed=%llu: v is back without s0\n", k, (unsigned long long)seed);
                 bad++;
@@ -239,12 +235,8 @@ START_TEST(t_vol_member_fails)
     if (op == 0) ck_assert_int_eq(vpool_vol_create(p, "w", 4 * MB, 0), 0);
     if (op == 1) ck_assert_int_eq(vpool_vol_resize(p, "w", 6 * MB), 0);
     if (op == 2) ck_assert_int_eq(vpool_vol_destroy(p, "v"), 0);
-    vp_sim_kill(sim);
-    vpool_close(p);
     uint64_t undone;
-    vp_sim_rollback(sim, paths, 3, VP_SIM_UNDO_ALL, &undone);
-    char err[256];
-    ck_assert_msg(vpool_import(paths, 3, NULL, &p, err, sizeof err) == 0, "import: %s", err);
+    p = power_loss_import(p, sim, paths, NULL, &undone);
     if (op < 2) ck_assert_uint_eq(vol_size(p, "w"), (op ? 6 * MB : 4 * MB));
     else {
         ck_assert_int_lt(vpool_vol_flags(p, "v"), 0);
