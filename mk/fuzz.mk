@@ -2,7 +2,8 @@
 # (writes the seed corpus), crashes/ (saved findings, kept as regression inputs).
 # The harnesses link a clang ASan+UBSan build of libnasd in $(FB).
 #   make fuzz            each harness for FUZZ_TIME seconds (default 60)
-#   make fuzz-regress    each harness over its seeds and crashes/ only (part of make test)
+#   make fuzz-regress    each harness over its seeds and crashes/ only (part of make test);
+#                        an input that takes over 10 s fails too (slow-* in crashes/)
 FB        ?= build-fuzz
 FUZZ_TIME ?= 60
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -35,7 +36,7 @@ fuzz: fuzz-bins $(FUZZ_NAMES:%=$(FB)/seeds/%)
 fuzz-regress: fuzz-bins $(FUZZ_NAMES:%=$(FB)/seeds/%)
 	@for n in $(FUZZ_NAMES); do \
 	  echo "== fuzz-regress $$n"; mkdir -p tests/fuzz/$$n/crashes; \
-	  $(FB)/fuzz/$$n -runs=0 $(FB)/seeds/$$n tests/fuzz/$$n/crashes || exit 1; \
+	  $(FB)/fuzz/$$n -runs=0 -timeout=10 $(FB)/seeds/$$n tests/fuzz/$$n/crashes || exit 1; \
 	done
 
 .PHONY: FORCE

@@ -497,7 +497,7 @@ json_t *storage_pool_volumes(struct storage *st, const char *name)
 /* Volumes are allocated thinly but reserved thickly: the sum of volume sizes (plus
  * what datasets hold) may not exceed the pool, so a full pool never fails a write
  * the initiator was promised (the engine keeps datasets out of the unwritten rest). */
-static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_t size, char *err, size_t errlen)
+uint64_t unreserved(struct vpool *vp, const char *skip)
 {
     struct vpool_status s;
     vpool_get_status(vp, &s);
@@ -517,9 +517,15 @@ static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_
         reserved += vol_allocated(vp, vol);
     }
     json_decref(vols);
-    if (reserved + size <= s.size) return 0;
-    snprintf(err, errlen, "pool %s has %llu bytes unreserved, %llu requested", pool,
-             (unsigned long long)(s.size > reserved ? s.size - reserved : 0), (unsigned long long)size);
+    return s.size > reserved ? s.size - reserved : 0;
+}
+
+static int reserve(struct vpool *vp, const char *pool, const char *skip, uint64_t size, char *err, size_t errlen)
+{
+    uint64_t left = unreserved(vp, skip);
+    if (size <= left) return 0;
+    snprintf(err, errlen, "pool %s has %llu bytes unreserved, %llu requested", pool, (unsigned long long)left,
+             (unsigned long long)size);
     return -ENOSPC;
 }
 

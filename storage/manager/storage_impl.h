@@ -69,6 +69,9 @@ struct vpool *engine(struct storage *st, struct pool_ref *r, const char *name, c
 void pool_dir(struct storage *st, const char *pool, const char *sub, const char *name, char *out, size_t outlen);
 int rm_tree(int dirfd, const char *name);
 json_t *volume_list(struct vpool *vp, int datasets);
+/* Bytes of the pool not reserved by volumes (their sizes; skip: one left out, API name)
+ * nor held by datasets: the largest size volume skip may have (storage.c). */
+uint64_t unreserved(struct vpool *vp, const char *skip);
 /* Bytes the pool has allocated to a volume (thin provisioning). */
 uint64_t vol_allocated(struct vpool *vp, const char *vol);
 /* Engine volumes whose names start with '.' hold datasets (API names never do). */

@@ -147,14 +147,22 @@ static bool hdr_ok(struct snd_hdr *h)
            (!h->from[0] || vp_name_ok(h->from)) && !(h->flags & ~(uint32_t)(VPOOL_VOL_LZ4 | VPOOL_VOL_THIN));
 }
 
-int vpool_receive(struct vpool *p, const char *vol, int force, vpool_source in, void *ctx, char *snap_out,
-                  char *err, size_t errlen)
+int vpool_receive(struct vpool *p, const char *vol, int force, const struct vpool_recv_limit *lim, vpool_source in,
+                  void *ctx, char *snap_out, char *err, size_t errlen)
 {
     struct snd_hdr h;
     int rc = in(ctx, &h, sizeof h);
     if (rc) return fail(err, errlen, rc, "stream ends before its header");
     if (!hdr_ok(&h)) return fail(err, errlen, -EBADMSG, "not a nasd snapshot stream (bad header or checksum)");
     if (!vp_name_ok(vol)) return fail(err, errlen, -EINVAL, "invalid volume name");
+    /* before anything is created or grown: a 300-byte stream could otherwise ask for a
+     * volume of a PiB (a 4 GiB map, walked by every rollback) */
+    if (lim && lim->thin >= 0 && !(h.flags & VPOOL_VOL_THIN) != !lim->thin)
+        return fail(err, errlen, -EINVAL, "a stream of a %s cannot be received as a %s",
+                    lim->thin ? "volume" : "dataset", lim->thin ? "dataset" : "volume");
+    if (lim && h.size > lim->max_size)
+        return fail(err, errlen, -ENOSPC, "the stream is of %llu bytes; at most %llu fit here",
+                    (unsigned long long)h.size, (unsigned long long)lim->max_size);
     char have[64];
     uint8_t u[16];
     /* this very full stream was received here before (its snapshot is made only after the

@@ -95,4 +95,17 @@ if [ "$STATUS" != 200 ]; then
 fi
 expect 201 POST exports/iscsi '{"name":"k","volume":"dst/k"}'
 $PAT verify "iscsi://127.0.0.1:$ISCSI_PORT/$IQN:k/0" 1 12 >/dev/null || fail "copy after the interrupted receive"
+# a stream of a volume larger than the pool's unreserved space, or sent to a dataset:
+# refused before anything is made (a stream's header names its size: a few hundred bytes
+# could otherwise ask for a PiB)
+fill=$(( $(api GET pools/dst | jq .size) - (48 << 20) - (16 << 20) ))
+expect 201 POST volumes "{\"pool\":\"dst\",\"name\":\"fill\",\"size\":$fill}"
+post_stream "$T/full" big
+[ "$STATUS" = 507 ] && grep -q "fit here" <<<"$BODY" || fail "stream beyond the free space -> $STATUS: $BODY"
+expect 404 GET volumes/dst/big
+expect 204 DELETE volumes/dst/fill
+out=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/octet-stream' --data-binary @"$T/full" \
+      "$API/datasets/dst/dsr/receive")
+[ "${out##*$'\n'}" = 400 ] && grep -q "cannot be received as a dataset" <<<"$out" || fail "volume stream to a dataset -> $out"
+expect 404 GET datasets/dst/dsr
 echo "send/receive: ok"

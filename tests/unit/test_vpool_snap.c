@@ -255,19 +255,31 @@ START_TEST(t_send_receive)
     char snap[64], err[256];
     /* a truncated full stream leaves nothing behind */
     struct mem cut = full; cut.len = full.len / 2; cut.pos = 0;
-    ck_assert_int_ne(vpool_receive(pb, "dst", 0, mem_source, &cut, snap, err, sizeof err), 0);
+    ck_assert_int_ne(vpool_receive(pb, "dst", 0, NULL, mem_source, &cut, snap, err, sizeof err), 0);
     ck_assert_int_eq(vpool_vol_flags(pb, "dst"), -ENOENT);
     full.pos = 0;
-    ck_assert_msg(vpool_receive(pb, "dst", 0, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(vpool_receive(pb, "dst", 0, NULL, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(snap, "s1");
     check_snap(pb, "dst", "s1", A, size);
+    /* limits (the REST layer's reservations): a stream of a larger volume, or of the other
+     * kind, changes nothing; one that fits is received */
+    struct vpool_recv_limit small = { size - 4096, -1 }, thin = { size, 1 }, exact = { size, 0 };
+    full.pos = 0;
+    ck_assert_int_eq(vpool_receive(pb, "lim", 0, &small, mem_source, &full, snap, err, sizeof err), -ENOSPC);
+    ck_assert_msg(strstr(err, "fit here") != NULL, "%s", err);
+    full.pos = 0;
+    ck_assert_int_eq(vpool_receive(pb, "lim", 0, &thin, mem_source, &full, snap, err, sizeof err), -EINVAL);
+    ck_assert_int_eq(vpool_vol_flags(pb, "lim"), -ENOENT);
+    full.pos = 0;
+    ck_assert_msg(vpool_receive(pb, "lim", 0, &exact, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
+    check_snap(pb, "lim", "s1", A, size);
     /* the same stream again: refused, or with force (the daemon lost its record of the
      * volume in a kill -9 after the receive) taken as done, the copy unchanged */
     full.pos = 0;
-    ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &full, snap, err, sizeof err), -EEXIST);
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, NULL, mem_source, &full, snap, err, sizeof err), -EEXIST);
     full.pos = 0;
     snap[0] = 0;
-    ck_assert_msg(vpool_receive(pb, "dst", 1, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(vpool_receive(pb, "dst", 1, NULL, mem_source, &full, snap, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(snap, "s1");
     ck_assert_int_eq(vpool_snap_list(pb, "dst", NULL, 0), 1);
     check_snap(pb, "dst", "s1", A, size);
@@ -275,18 +287,22 @@ START_TEST(t_send_receive)
     struct mem bad = { malloc(inc.len), inc.len, inc.len, 0 };
     memcpy(bad.b, inc.b, inc.len);
     bad.b[inc.len / 2] ^= 1;
-    ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &bad, snap, err, sizeof err), -EBADMSG);
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, NULL, mem_source, &bad, snap, err, sizeof err), -EBADMSG);
     b = open_vol(pb, "dst", 4096);
     img_check(b, A, size, "after the bad stream");
     ck_assert_int_eq(vpool_snap_list(pb, "dst", NULL, 0), 1);
     img_write(b, A, 0, 4096, 9);   /* local change: discarded by the next receive */
     nasd_bdev_put(b);
     inc.pos = 0;
-    ck_assert_msg(vpool_receive(pb, "dst", 0, mem_source, &inc, snap, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(vpool_receive(pb, "dst", 0, NULL, mem_source, &inc, snap, err, sizeof err) == 0, "%s", err);
     b = open_vol(pb, "dst", 4096);
     img_check(b, B, size, "after the incremental stream");
     nasd_bdev_put(b);
     check_snap(pb, "dst", "s2", B, size);
+    inc.pos = 0;   /* too large for the limit: refused before the rollback to s1 */
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, &small, mem_source, &inc, snap, err, sizeof err), -ENOSPC);
+    check_snap(pb, "dst", "s2", B, size);
+    ck_assert_int_eq(vpool_snap_list(pb, "dst", NULL, 0), 2);
     struct vpool_snap_info sa, sb;
     ck_assert_int_eq(vpool_snap_info(pa, "src", "s2", &sa), 0);
     ck_assert_int_eq(vpool_snap_info(pb, "dst", "s2", &sb), 0);
@@ -296,14 +312,14 @@ START_TEST(t_send_receive)
         memcpy(dd.b, full.b, full.len);
         memcpy(dd.b + 32, "..", 3);   /* snap[] of the header */
         vp_stream_fix(dd.b, dd.len, NULL);
-        ck_assert_int_eq(vpool_receive(pb, "dots", 0, mem_source, &dd, snap, err, sizeof err), -EBADMSG);
+        ck_assert_int_eq(vpool_receive(pb, "dots", 0, NULL, mem_source, &dd, snap, err, sizeof err), -EBADMSG);
         ck_assert_int_eq(vpool_vol_flags(pb, "dots"), -ENOENT);
         free(dd.b);
     }
     inc.pos = 0;   /* the same increment again: its base is no longer the newest */
-    ck_assert_int_eq(vpool_receive(pb, "dst", 0, mem_source, &inc, snap, err, sizeof err), -ESTALE);
+    ck_assert_int_eq(vpool_receive(pb, "dst", 0, NULL, mem_source, &inc, snap, err, sizeof err), -ESTALE);
     full.pos = 0;
-    ck_assert_int_eq(vpool_receive(pb, "dst", 1, mem_source, &full, snap, err, sizeof err), -EEXIST);
+    ck_assert_int_eq(vpool_receive(pb, "dst", 1, NULL, mem_source, &full, snap, err, sizeof err), -EEXIST);
     vpool_close(pa); vpool_close(pb);
     tdir_remove(&ta); tdir_remove(&tb);
     free(A); free(B); free(full.b); free(inc.b); free(bad.b);

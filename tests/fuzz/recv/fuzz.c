@@ -54,7 +54,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct src s = { b, size - 1, 0 };
     char snap[64], err[256];
     bool inc = size > 1 + 96 && data[0] & 2;
-    int rc = vpool_receive(pool, inc ? "inc" : "dst", 1, source, &s, snap, err, sizeof err);
+    /* as the daemon receives: at most what the pool could reserve (either kind, so that
+     * both paths are reached) */
+    struct vpool_status st;
+    vpool_get_status(pool, &st);
+    struct vpool_recv_limit lim = { st.size, -1 };
+    int rc = vpool_receive(pool, inc ? "inc" : "dst", 1, &lim, source, &s, snap, err, sizeof err);
     if (!rc && !inc) vpool_vol_destroy(pool, "dst");
     if (!rc && inc) {   /* back to just the base */
         vpool_snap_destroy(pool, "inc", snap);
