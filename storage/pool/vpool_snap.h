@@ -52,16 +52,16 @@ int  vpool_vol_origin(struct vpool *p, const char *vol, char *ovol, char *osnap)
 typedef int (*vpool_sink)(void *ctx, const void *buf, size_t len);      /* 0 or -errno */
 typedef int (*vpool_source)(void *ctx, void *buf, size_t len);          /* exactly len, 0 or -errno */
 int  vpool_send(struct vpool *p, const char *vol, const char *snap, const char *from, vpool_sink out, void *ctx);
+/* What a receive may make of vol; a stream beyond it is refused (-ENOSPC, or -EINVAL for
+ * the wrong kind) before anything changes. max_size: largest volume size; thin: 1 only
+ * streams of thin volumes (datasets), 0 only thick ones, -1 either. NULL: the engine's
+ * own limits (1 PiB: a volume map of 4 GiB). */
+struct vpool_recv_limit { uint64_t max_size; int thin; };
 /* Applies a stream to volume vol of this pool and creates the sent snapshot on it
  * (same name and uuid). Full stream: vol must not exist (force: an existing volume
  * without snapshots is replaced). Incremental: vol must have the from snapshot (same
  * uuid) as its newest; vol is rolled back to it first. On any error (bad checksum,
  * short stream, I/O) the volume is left as it was before: a new volume is destroyed,
  * an existing one rolled back to the from snapshot. *snap_out gets the snapshot name. */
-/* What a receive may make of vol; a stream beyond it is refused (-ENOSPC, or -EINVAL for
- * the wrong kind) before anything changes. max_size: largest volume size; thin: 1 only
- * streams of thin volumes (datasets), 0 only thick ones, -1 either. NULL: the engine's
- * own limits (1 PiB: a volume map of 4 GiB). */
-struct vpool_recv_limit { uint64_t max_size; int thin; };
 int  vpool_receive(struct vpool *p, const char *vol, int force, const struct vpool_recv_limit *lim, vpool_source in,
                    void *ctx, char *snap_out, char *err, size_t errlen);
