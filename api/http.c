@@ -36,6 +36,8 @@ struct req {
     int too_big;
     int answered;              /* refused from the headers alone */
     int fd;                    /* binary upload (snapshot stream) spooled to an unlinked file, else -1 */
+    uint64_t spool_left;       /* bytes more the spool takes (spool_limit) */
+    int stream_too_big;
 };
 
 static http_text_fn metrics_fn;
@@ -233,6 +235,22 @@ static int stream_upload(struct MHD_Connection *conn, const char *url, const cha
            ct && !strncasecmp(ct, "application/octet-stream", 24);
 }
 
+/* The most a snapshot stream for the URL's pool can carry and still be received: a
+ * volume at most the pool's size (datasets 16 times, as storage_snap_receive allows)
+ * plus its per-unit records. An unknown pool: max_body (its handler answers 404). */
+static uint64_t spool_limit(struct http_server *h, const char *url)
+{
+    char kind[16], pool[64];
+    uint64_t size = 0;
+    if (sscanf(url, "/api/v1/%15[^/]/%63[^/]/", kind, pool) == 2) {
+        json_t *st = storage_pool_status(h->app->storage, pool);
+        size = (uint64_t)json_integer_value(json_object_get(st, "size"));
+        json_decref(st);
+        if (!strcmp(kind, "datasets")) size *= 16;
+    }
+    return size ? size + size / 1024 + (1u << 20) : h->app->cfg.max_body;
+}
+
 static int early_checks(struct http_server *h, struct MHD_Connection *conn, const char *url, const char *method)
 {
     int api = !strncmp(url, "/api/", 5), metrics = !strcmp(url, "/metrics");
@@ -273,16 +291,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         http_guard_headers_done(conn);
         int rc = early_checks(h, conn, url, method);
         if (rc >= 0) { rq->answered = 1; return rc; }
-        if (stream_upload(conn, url, method)) {   /* authorised already: spool it, no size limit */
+        if (stream_upload(conn, url, method)) {   /* authorised already: spool it, up to its pool's size */
             if ((rq->fd = open(h->app->cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
                 rq->fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
             if (rq->fd < 0) return MHD_NO;
+            rq->spool_left = spool_limit(h, url);
             /* a stream may take minutes: no body deadline, only the idle timeout (a byte every 30 s) */
             http_guard_body_done(conn);
         }
         return MHD_YES;
     }
     if (*upload_size && rq->fd >= 0 && !rq->answered) {
+        if (*upload_size > rq->spool_left) {   /* no more disk for it: the rest is dropped */
+            close(rq->fd); rq->fd = -1; rq->too_big = rq->stream_too_big = 1;
+        } else rq->spool_left -= *upload_size;
         for (const char *p = upload; rq->fd >= 0 && p < upload + *upload_size;) {
             ssize_t n = write(rq->fd, p, upload + *upload_size - p);
             if (n < 0 && errno == EINTR) continue;
@@ -307,6 +329,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     http_guard_body_done(conn);
+    if (rq->stream_too_big)
+        return queue_error(conn, 413, "body_too_large", "the stream is larger than its pool could receive");
     if (rq->too_big) return queue_error(conn, 413, "body_too_large", "request body exceeds the limit");
     if (!strncmp(url, "/api/v1/", 8)) return handle_api(h, conn, method, url + 8, rq);
     if (!strcmp(url, "/api/v1") || !strncmp(url, "/api/", 5))

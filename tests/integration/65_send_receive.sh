@@ -108,4 +108,10 @@ out=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/octet-st
       "$API/datasets/dst/dsr/receive")
 [ "${out##*$'\n'}" = 400 ] && grep -q "cannot be received as a dataset" <<<"$out" || fail "volume stream to a dataset -> $out"
 expect 404 GET datasets/dst/dsr
+# a body larger than the pool could receive: no longer spooled to the state dir's disk
+# once past that (413; spooled whole and then refused as a stream before)
+out=$(head -c 140M /dev/zero | curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/octet-stream' \
+      --data-binary @- "$API/volumes/dst/huge/receive")
+[ "${out##*$'\n'}" = 413 ] && grep -q "larger than its pool" <<<"$out" || fail "140 MiB stream to a 128 MiB pool -> $out"
+expect 200 GET pools/dst
 echo "send/receive: ok"
