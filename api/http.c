@@ -236,8 +236,9 @@ static int stream_upload(struct MHD_Connection *conn, const char *url, const cha
 }
 
 /* The most a snapshot stream for the URL's pool can carry and still be received: a
- * volume at most the pool's size (datasets 16 times, as storage_snap_receive allows)
- * plus its per-unit records. An unknown pool: max_body (its handler answers 404). */
+ * volume at most the pool's size (a dataset STORAGE_RECV_DATASET_FACTOR times it, as
+ * storage_snap_receive allows) plus its per-unit records. An unknown pool: max_body
+ * (its handler answers 404). */
 static uint64_t spool_limit(struct http_server *h, const char *url)
 {
     char kind[16], pool[64];
@@ -246,7 +247,7 @@ static uint64_t spool_limit(struct http_server *h, const char *url)
         json_t *st = storage_pool_status(h->app->storage, pool);
         size = (uint64_t)json_integer_value(json_object_get(st, "size"));
         json_decref(st);
-        if (!strcmp(kind, "datasets")) size *= 16;
+        if (!strcmp(kind, "datasets")) size *= STORAGE_RECV_DATASET_FACTOR;
     }
     return size ? size + size / 1024 + (1u << 20) : h->app->cfg.max_body;
 }

@@ -265,13 +265,11 @@ int storage_snap_receive(struct storage *st, const char *pool, const char *obj, 
     int rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen);
     if (!rc && is_ds) forget_dataset(st, pool, obj);
     if (rc) return rc;
-    /* a volume as POST /volumes makes one: reserved thickly; a dataset is thin and spans
-     * its source pool, which may be larger than this one: up to 16 times its size (the
-     * engine's map of it takes 4 bytes per MiB) */
+    /* a volume as POST /volumes makes one: reserved thickly; a dataset thin, within
+     * STORAGE_RECV_DATASET_FACTOR times the pool (the engine's map takes 4 bytes per MiB) */
     struct vpool_status s;
     vpool_get_status(vp, &s);
-    struct vpool_recv_limit lim = { is_ds ? (s.size > UINT64_MAX / 16 ? UINT64_MAX : s.size * 16) : unreserved(vp, obj),
-                                    is_ds };
+    struct vpool_recv_limit lim = { is_ds ? s.size * STORAGE_RECV_DATASET_FACTOR : unreserved(vp, obj), is_ds };
     return vpool_receive(vp, vol, force, &lim, fd_source, &fd, snap_out, err, errlen);
 }
 

@@ -96,6 +96,9 @@ int storage_snap_clone(struct storage *st, const char *pool, const char *obj, in
 /* Stream of snap (or of the changes since from) written to fd / applied from fd. */
 int storage_snap_send(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                       const char *from, int fd, char *err, size_t errlen);
+/* A received dataset is thin and spans its source pool, which may be larger than this one:
+ * its size may be up to this many times the pool's (a volume: the unreserved space). */
+#define STORAGE_RECV_DATASET_FACTOR 16
 int storage_snap_receive(struct storage *st, const char *pool, const char *obj, int is_ds, int fd, int force,
                          char *snap_out, char *err, size_t errlen);
 /* Read-only views: a bdev over a volume snapshot, a filesystem over a dataset snapshot. */
