@@ -8,6 +8,8 @@
  * synchronous threads (queue depth = THREADS). Writes end with a flush / fdatasync,
  * included in the timing. "sync write 4K QD1": one thread, every 4 KiB random write
  * durable before the next (pool: FUA; raw: pwrite + fdatasync), mean latency.
+ * The read tests take turns between the pool and raw reads (striped as above) of the
+ * pool's own member files, and a read's ratio is against raw's turns.
  * -D: 0 page cache only, 1 O_DIRECT only, 2 both (default). -S 1 (default): page cache
  * rows again with 1 and with 32 snapshots of the filled volume present (every unit
  * shared, so the first write to each copies it). -v: commit profile.
@@ -56,6 +58,12 @@ struct target {
     nasd_bdev *b;         /* pool */
 };
 static struct target tg;
+/* Reads of the pool alternate with raw reads of its member files (ALT_SLICES turns each):
+ * the development VM's throughput drifts by 15 % and more between runs a minute apart, so
+ * a raw figure measured before the pool's fill compared noise as much as code. */
+#define ALT_SLICES 6
+static struct target alt_raw = { .fds = { -1, -1, -1, -1 } };   /* fds >= 0: the members, read raw */
+static struct result_alt { double mbs[2], iops[2]; } alt_res;   /* raw's share: seq read, rand read */
 static uint64_t span;     /* bytes addressed by the test */
 
 static double now(void)
@@ -105,6 +113,7 @@ static void *worker(void *arg)
     if (posix_memalign((void **)&buf, 4096, j->bs)) { j->err = -ENOMEM; return NULL; }
     for (size_t i = 0; i < j->bs; i++) buf[i] = (uint8_t)(i * 31 + j->id);
     uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(j->id + 1) ^ seed;
+    if (!x) x = 1;   /* xorshift stays at 0 */
     while (!stop_flag) {
         uint64_t off;
         if (j->rnd) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; off = (x % (span / j->bs)) * j->bs; }
@@ -140,21 +149,18 @@ static long minflt(void)
     return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_minflt;
 }
 
-/* returns MB/s; *iops out */
-static double run(int wr, int rnd, size_t bs, double *iops)
+/* The workers on tg for dur seconds; requests done. Sequential streams go on at *next. */
+static uint64_t workers(int wr, int rnd, size_t bs, double dur, _Atomic uint64_t *next)
 {
     pthread_t th[64];
     struct job jobs[64];
-    _Atomic uint64_t next = 0;
     int nt = rnd ? nthreads : 1;   /* sequential: one stream */
     stop_flag = 0;
-    long flt0 = minflt();
-    double t0 = now();
     for (int i = 0; i < nt; i++) {
-        jobs[i] = (struct job){ .wr = wr, .rnd = rnd, .id = i, .bs = bs, .next = &next };
+        jobs[i] = (struct job){ .wr = wr, .rnd = rnd, .id = i, .bs = bs, .next = next };
         pthread_create(&th[i], NULL, worker, &jobs[i]);
     }
-    usleep((useconds_t)(secs * 1e6));
+    usleep((useconds_t)(dur * 1e6));
     stop_flag = 1;
     uint64_t ops = 0;
     for (int i = 0; i < nt; i++) {
@@ -162,6 +168,43 @@ static double run(int wr, int rnd, size_t bs, double *iops)
         ops += jobs[i].ops;
         if (jobs[i].err) { fprintf(stderr, "I/O error %d\n", jobs[i].err); exit(1); }
     }
+    return ops;
+}
+
+/* Reads: ALT_SLICES turns of raw (alt_raw) then the pool (tg), secs in all as for the other
+ * tests (a longer pause in the pool's writes would let it return its cache's memory before
+ * the random writes that follow), other random offsets each turn; the pool's figures
+ * returned, raw's in alt_res[k]. */
+static double run_alternating(int rnd, size_t bs, int k, double *iops)
+{
+    struct target pool = tg;
+    _Atomic uint64_t next[2] = { 0, 0 };
+    uint64_t ops[2] = { 0, 0 }, seed0 = seed;
+    double el[2] = { 0, 0 };
+    for (int turn = 0; turn < ALT_SLICES; turn++)
+        for (int w = 0; w < 2; w++) {
+            tg = w ? pool : alt_raw;
+            seed = seed0 ^ (uint64_t)turn * 0xD1B54A32D192ED03ull;
+            double t0 = now();
+            ops[w] += workers(0, rnd, bs, secs / (2 * ALT_SLICES), &next[w]);
+            el[w] += now() - t0;
+        }
+    tg = pool;
+    seed = seed0;
+    alt_res.iops[k] = ops[0] / el[0];
+    alt_res.mbs[k] = ops[0] * (double)bs / el[0] / 1e6;
+    *iops = ops[1] / el[1];
+    return ops[1] * (double)bs / el[1] / 1e6;
+}
+
+/* returns MB/s; *iops out */
+static double run(int wr, int rnd, size_t bs, double *iops)
+{
+    if (!wr && tg.b && alt_raw.fds[0] >= 0) return run_alternating(rnd, bs, rnd, iops);
+    _Atomic uint64_t next = 0;
+    long flt0 = minflt();
+    double t0 = now();
+    uint64_t ops = workers(wr, rnd, bs, secs, &next);
     double tf = now(), dirty0 = verbose && wr ? host_dirty_mb() : 0;
     struct vp_prof f0 = {0}, f1 = {0};
     if (verbose && cur_pool) vp_debug_prof(cur_pool, &f0);
@@ -255,7 +298,8 @@ static void pool_close(struct vpool *p, char paths[][600])
     for (int i = 0; i < NM; i++) unlink(paths[i]);
 }
 
-/* One row set: raw files, then a raidz1 pool over the same files. */
+/* One row set: raw files, then a raidz1 pool over the same files (its reads alternate
+ * with raw reads of its member files). */
 static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, struct result *rawres)
 {
     /* raw striped files */
@@ -268,7 +312,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     tg.b = NULL;
     cur_pool = NULL;
     nsnaps = 0;
-    if (snaps) raw = *rawres;   /* rows with snapshots compare with the raw run of their set */
+    if (snaps) raw = *rawres;   /* rows with snapshots: writes compare with the raw run of their set */
     else if (pool_only) memset(&raw, 0, sizeof raw);
     else run_all(&raw);
     if (!snaps && rawres) *rawres = raw;
@@ -279,14 +323,21 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     /* raidz1 pool over the same files, in place; then log-structured */
     unsigned saved_mask = test_mask;
     if (snaps) test_mask &= 0xf;
-    struct result lpool = {0};
+    struct result lpool = {0}, araw[2] = {{{0}}};
     struct vpool_status st, lst = {0};
     for (int lg = log_rows == 2; lg < 1 + (log_rows != 0); lg++) {
         struct vpool_opts o = { .direct = direct, .log = lg, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
         struct vpool *p = pool_open("bench", paths, pmsize, &o, 0);
         if (!p) return 1;
+        for (int i = 0; i < NM && !pool_only; i++)   /* raw reads of the pool's own files */
+            if ((alt_raw.fds[i] = open(paths[i], O_RDONLY | (direct ? O_DIRECT : 0))) < 0) { perror(paths[i]); return 1; }
         nsnaps = snaps;
+        memset(&alt_res, 0, sizeof alt_res);
         run_all(lg ? &lpool : &pool);
+        for (int k = 0; k < 2; k++) {   /* seq read, rand read */
+            araw[lg].mbs[1 + 2 * k] = alt_res.mbs[k];
+            araw[lg].iops[1 + 2 * k] = alt_res.iops[k];
+        }
         nsnaps = 0;
         vpool_get_status(p, lg ? &lst : &st);
         if (lg && verbose) {
@@ -296,6 +347,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
                    (unsigned long long)xs.free, (unsigned long long)xs.nseg, (unsigned long long)xs.cleaned_segs,
                    (unsigned long long)xs.moved_sect, (unsigned long long)xs.written_sect, (unsigned long long)xs.pad_sect);
         }
+        for (int i = 0; i < NM && !pool_only; i++) { close(alt_raw.fds[i]); alt_raw.fds[i] = -1; }
         pool_close(p, paths);
     }
     bool lcol = log_rows != 0;
@@ -314,13 +366,22 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     printf("\n");
     for (int i = 0; i < NTESTS; i++) {
         if (!(test_mask & (1u << i))) continue;
+        /* reads: against the raw reads that alternated with that pool's */
+        double b0 = araw[0].mbs[i] > 0 ? araw[0].mbs[i] : raw.mbs[i], b1 = araw[1].mbs[i] > 0 ? araw[1].mbs[i] : raw.mbs[i];
         printf("%-18s %12.1f %12.0f %12.1f %12.0f %7.2f", names[i], raw.mbs[i], raw.iops[i], pool.mbs[i],
-               pool.iops[i], raw.mbs[i] > 0 ? pool.mbs[i] / raw.mbs[i] : 0);
-        if (lcol)
-            printf(" %12.1f %12.0f %7.2f", lpool.mbs[i], lpool.iops[i], raw.mbs[i] > 0 ? lpool.mbs[i] / raw.mbs[i] : 0);
+               pool.iops[i], b0 > 0 ? pool.mbs[i] / b0 : 0);
+        if (lcol) printf(" %12.1f %12.0f %7.2f", lpool.mbs[i], lpool.iops[i], b1 > 0 ? lpool.mbs[i] / b1 : 0);
         if (i == 4)
             printf("   latency raw %.0f us, raidz1 %.0f us, log %.0f us", raw.iops[i] > 0 ? 1e6 / raw.iops[i] : 0,
                    pool.iops[i] > 0 ? 1e6 / pool.iops[i] : 0, lpool.iops[i] > 0 ? 1e6 / lpool.iops[i] : 0);
+        printf("\n");
+    }
+    for (int i = 1; i < NTESTS && !pool_only; i += 2) {
+        if (!(test_mask & (1u << i))) continue;
+        printf("  %s ratio against raw read in turns with the pool: ", names[i]);
+        for (int lg = 0; lg < 2; lg++)
+            if (araw[lg].mbs[i] > 0) printf("%s%.1f MB/s (%.0f IOPS) with %s", lg && araw[0].mbs[i] > 0 ? ", " : "",
+                                            araw[lg].mbs[i], araw[lg].iops[i], lg ? "the log" : "raidz1");
         printf("\n");
     }
     printf("pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(st.state),
