@@ -63,7 +63,9 @@ static struct target tg;
  * a raw figure measured before the pool's fill compared noise as much as code. */
 #define ALT_SLICES 6
 static struct target alt_raw = { .fds = { -1, -1, -1, -1 } };   /* fds >= 0: the members, read raw */
-static struct result_alt { double mbs[2], iops[2]; } alt_res;   /* raw's share: seq read, rand read */
+#define NTESTS 5
+struct result { double mbs[NTESTS], iops[NTESTS]; };
+static struct result alt_res;   /* raw's turns: seq read [1], rand read [3] */
 static uint64_t span;     /* bytes addressed by the test */
 
 static double now(void)
@@ -174,8 +176,8 @@ static uint64_t workers(int wr, int rnd, size_t bs, double dur, _Atomic uint64_t
 /* Reads: ALT_SLICES turns of raw (alt_raw) then the pool (tg), secs in all as for the other
  * tests (a longer pause in the pool's writes would let it return its cache's memory before
  * the random writes that follow), other random offsets each turn; the pool's figures
- * returned, raw's in alt_res[k]. */
-static double run_alternating(int rnd, size_t bs, int k, double *iops)
+ * returned, raw's in alt_res (at the test's index). */
+static double run_alternating(int rnd, size_t bs, double *iops)
 {
     struct target pool = tg;
     _Atomic uint64_t next[2] = { 0, 0 };
@@ -191,8 +193,8 @@ static double run_alternating(int rnd, size_t bs, int k, double *iops)
         }
     tg = pool;
     seed = seed0;
-    alt_res.iops[k] = ops[0] / el[0];
-    alt_res.mbs[k] = ops[0] * (double)bs / el[0] / 1e6;
+    alt_res.iops[1 + 2 * rnd] = ops[0] / el[0];
+    alt_res.mbs[1 + 2 * rnd] = ops[0] * (double)bs / el[0] / 1e6;
     *iops = ops[1] / el[1];
     return ops[1] * (double)bs / el[1] / 1e6;
 }
@@ -200,7 +202,7 @@ static double run_alternating(int rnd, size_t bs, int k, double *iops)
 /* returns MB/s; *iops out */
 static double run(int wr, int rnd, size_t bs, double *iops)
 {
-    if (!wr && tg.b && alt_raw.fds[0] >= 0) return run_alternating(rnd, bs, rnd, iops);
+    if (!wr && tg.b && alt_raw.fds[0] >= 0) return run_alternating(rnd, bs, iops);
     _Atomic uint64_t next = 0;
     long flt0 = minflt();
     double t0 = now();
@@ -234,8 +236,6 @@ static double run(int wr, int rnd, size_t bs, double *iops)
     return ops * (double)bs / el / 1e6;
 }
 
-#define NTESTS 5
-struct result { double mbs[NTESTS], iops[NTESTS]; };
 static const char *names[NTESTS] = { "seq write 1M", "seq read 1M", "rand write 4K", "rand read 4K", "sync write 4K QD1" };
 
 static void run_all(struct result *r)
@@ -334,10 +334,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
         nsnaps = snaps;
         memset(&alt_res, 0, sizeof alt_res);
         run_all(lg ? &lpool : &pool);
-        for (int k = 0; k < 2; k++) {   /* seq read, rand read */
-            araw[lg].mbs[1 + 2 * k] = alt_res.mbs[k];
-            araw[lg].iops[1 + 2 * k] = alt_res.iops[k];
-        }
+        araw[lg] = alt_res;
         nsnaps = 0;
         vpool_get_status(p, lg ? &lst : &st);
         if (lg && verbose) {
