@@ -543,6 +543,7 @@ int  vp_wq_flush(struct vpool *p, struct vp_wqueue *q);   /* all members' queues
 
 /* ---- journal / commit (vpool_journal.c) ---- */
 void vp_pend_add(struct vpool *p, const struct vp_rec *r);
+size_t vp_pend_count(struct vpool *p);   /* records waiting (writers add them under pend_lock only) */
 /* a failed commit's records, ahead of those pended meanwhile, in order, for the next try */
 void vp_pend_restore(struct vpool *p, const struct vp_rec *recs, size_t n);
 /* A commit's start: the cache's dirty sectors (lent, SIZE_MAX: out of memory), then the

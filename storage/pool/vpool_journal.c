@@ -88,6 +88,14 @@ void vp_pend_add(struct vpool *p, const struct vp_rec *r)
     pthread_mutex_unlock(&p->pend_lock);
 }
 
+size_t vp_pend_count(struct vpool *p)
+{
+    pthread_mutex_lock(&p->pend_lock);
+    size_t n = p->npend;
+    pthread_mutex_unlock(&p->pend_lock);
+    return n;
+}
+
 void vp_pend_restore(struct vpool *p, const struct vp_rec *recs, size_t n)
 {
     pthread_mutex_lock(&p->pend_lock);

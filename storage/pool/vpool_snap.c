@@ -194,7 +194,7 @@ static int cow_locked(struct vpool *p, struct vp_vol *v, uint64_t vext, const ui
     }
     /* bounds the records waiting for a commit (258 per copy); and the new unit must be
      * free on disk too (frees_pending) */
-    if (p->npend > VP_COW_PEND_MAX || p->frees_pending) { int rc = vp_commit_ex(p, false); if (rc) return rc; }
+    if (vp_pend_count(p) > VP_COW_PEND_MAX || p->frees_pending) { int rc = vp_commit_ex(p, false); if (rc) return rc; }
     if (src && !lz4 && lo == 0 && hi == VP_AU_BYTES && vp_xcow_ok(p)) {
         int rc = cow_whole(p, v, vext, old, oa, src + (a0 - off));
         *used = rc ? 0 : VP_AU_BYTES;
