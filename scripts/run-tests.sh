@@ -30,8 +30,8 @@ if [ -z "$INTEGRATION_ONLY" ]; then
   # Unit binaries run side by side, UNIT_LANES at a time (3): the pool engine's spend most
   # of their time waiting on fsync, so on 2 cores three lanes take about half as long as
   # one. Started last to first, so those slow ones (test_vpool_*) begin at once; the outputs
-  # are printed in order when all are done.
-  units=("$@") names=()
+  # are printed in order when all are done. UNIT_TIMEOUT: seconds per program (300).
+  units=("$@") names=() limit=${UNIT_TIMEOUT:-300}
   for t in "${units[@]}"; do
     name=$(basename "$t"); [[ "$t" == *asan/* ]] && name="$name.asan"   # mk/asan.mk's ASAN_UNITS
     names+=("$name")
@@ -39,7 +39,7 @@ if [ -z "$INTEGRATION_ONLY" ]; then
   [ ${#units[@]} -gt 0 ] && echo "== unit: ${#units[@]} test programs, ${UNIT_LANES:-3} at a time"
   for (( i = ${#units[@]} - 1; i >= 0; i-- )); do
     while [ "$(jobs -rp | wc -l)" -ge "${UNIT_LANES:-3}" ]; do wait -n; done
-    { timeout 300 "${units[i]}" >"$logs/${names[i]}.log" 2>&1; echo $? >"$logs/${names[i]}.rc"; } &
+    { timeout "$limit" "${units[i]}" >"$logs/${names[i]}.log" 2>&1; echo $? >"$logs/${names[i]}.rc"; } &
   done
   wait
   for i in "${!units[@]}"; do
@@ -47,7 +47,7 @@ if [ -z "$INTEGRATION_ONLY" ]; then
     echo "== unit $name"
     cat "$logs/$name.log"
     rc=$(cat "$logs/$name.rc" 2>/dev/null || echo 1)
-    [ "$rc" -eq 124 ] && echo "(killed after 300 s: timed out)" | tee -a "$logs/$name.log"
+    [ "$rc" -eq 124 ] && echo "(killed after $limit s: timed out)" | tee -a "$logs/$name.log"
     if [ "$rc" -eq 0 ]; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$name"); fi
   done
 fi
