@@ -2,8 +2,8 @@
 # engine, dataset filesystem, txblock): `make tsan`; ASan+UBSan: `make unit-asan`. Not part
 # of `make test` (each build takes minutes on 2 cores); run them after changing locking or I/O.
 # detect_deadlocks=0: a commit holds more row locks at once than TSan's detector tracks (64).
-# Under TSan the slowest programs take 5-6 min alone (test_vpool_snap 334 s): 30 min each, and
-# Check's own test timeouts 10 times as long.
+# Under TSan test_vpool_snap alone takes 334 s, the five slowest 19 min three at a time: 30 min
+# a program, and Check's own test timeouts 10 times as long.
 SAN_TIMEOUTS := UNIT_TIMEOUT=1800 CK_TIMEOUT_MULTIPLIER=10
 BT ?= build-tsan
 TSAN_TESTS := test_vpool test_vpool_mt test_vpool_crash test_vpool_snap test_vpool_snap_page test_vpool_vol_page test_vpool_meta test_vpool_cow test_vpool_fault \
