@@ -13,7 +13,8 @@
  * -D: 0 page cache only, 1 O_DIRECT only, 2 both (default). -S 1 (default): page cache
  * rows again with 1 and with 32 snapshots of the filled volume present (every unit
  * shared, so the first write to each copies it). -v: commit profile. -W 0: member files
- * start sparse instead of written whole (prewrite()).
+ * start sparse instead of written whole (prewrite(); -W 1 needs 4 x the member size of
+ * disk space, twice that for the snapshot sets).
  * Write-back: the page-cache sets give the pool the engine's default budget (the host's
  * dirty page limits, as raw's writes get in the page cache) unless -B; the O_DIRECT set
  * one of -b MiB (default 32, the engine's before it followed the host: a 32nd of the
@@ -271,34 +272,36 @@ static void run_all(struct result *r)
     }
 }
 
-/* Creates the member files and writes every byte of them once before a set, raw's and
- * the pool's alike, as a disk's blocks exist. Otherwise the pool's log writes land where
- * nothing was written yet and raw's on what its fill wrote: on this VM a page-cache page
- * costs 0.3 us to overwrite but 0.5-4.5 us to write new (the host takes freed guest memory
- * back), which made the pool's page-cache write rows swing 0.2-1.0x run to run. In 64 KiB
- * writes, the chunk of both layouts: the page cache's folios follow the size of the first
- * writes, and raw's 4 KiB writes into ext4 folios made by 1 MiB writes ran at 43-72k IOPS,
- * against 280k (64 KiB) and 440-470k (4 KiB) here. -W 0: sparse files. */
-static int prewrite(char paths[][600], uint64_t size, int direct)
+/* Creates the member files for a set, of size bytes, and (unless -W 0) writes them whole
+ * in 64 KiB writes, the chunk of both layouts, then syncs them: raw and the pool start
+ * with every page of their files written and resident, so that neither pays for new
+ * page-cache pages during a test (the log's writes spread over the whole members, raw's
+ * land where its fill wrote). O_DIRECT sets: dropped from the page cache after the sync.
+ * The README's bench-vpool section has the measurements behind it. Exits on failure. */
+static void prewrite(char paths[][600], uint64_t size, int direct)
 {
     uint8_t *buf = calloc(1, CHUNK);
-    int rc = buf ? 0 : -1;
-    for (int i = 0; i < NM && !rc; i++) {
+    if (!buf) exit(1);
+    for (int i = 0; i < NM; i++) {
         unlink(paths[i]);
-        int fd = open(paths[i], O_RDWR | O_CREAT, 0600);
-        if (fd < 0) { rc = -1; break; }
-        for (uint64_t o = 0; o < size && !rc && prewrite_files; o += CHUNK)
-            if (pwrite(fd, buf, CHUNK, (off_t)o) != (ssize_t)CHUNK) rc = -1;
-        if (!rc && ftruncate(fd, (off_t)size)) rc = -1;
-        /* clean, so the host does not flush them during the tests; O_DIRECT sets: on the
-         * disk only, not in the page cache */
-        if (!rc && prewrite_files && fdatasync(fd)) rc = -1;
-        if (!rc && direct && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)) rc = -1;
-        close(fd);
+        int fd = open(paths[i], O_RDWR | O_CREAT, 0600), e = 0;
+        const char *what = "open";
+        for (uint64_t o = 0; fd >= 0 && o < size && prewrite_files && !e; o += CHUNK) {
+            ssize_t w = pwrite(fd, buf, CHUNK, (off_t)o);
+            if (w != (ssize_t)CHUNK) { e = w < 0 ? errno : ENOSPC; what = "write"; }
+        }
+        if (fd < 0) e = errno;
+        else if (!e && ftruncate(fd, (off_t)size)) { e = errno; what = "truncate"; }
+        else if (!e && prewrite_files && fdatasync(fd)) { e = errno; what = "sync"; }
+        else if (!e && direct) { e = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); what = "fadvise"; }
+        if (fd >= 0) close(fd);
+        if (e) {
+            fprintf(stderr, "member file %s: %s: %s\n", paths[i], what, strerror(e));
+            for (int k = 0; k <= i; k++) unlink(paths[k]);
+            exit(1);
+        }
     }
     free(buf);
-    if (rc) perror("member files");
-    return rc;
 }
 
 static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-bench-m%d", dir, i); }
@@ -336,8 +339,9 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
 {
     /* raw striped files */
     struct result raw, pool;
-    if (prewrite(paths, msize, direct)) return 1;
-    for (int i = 0; i < NM; i++)
+    bool raw_runs = !snaps && !pool_only;
+    if (raw_runs) prewrite(paths, msize, direct);
+    for (int i = 0; i < NM && raw_runs; i++)
         if ((tg.fds[i] = open(paths[i], O_RDWR | (direct ? O_DIRECT : 0))) < 0) { perror(paths[i]); return 1; }
     tg.b = NULL;
     cur_pool = NULL;
@@ -346,7 +350,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     else if (pool_only) memset(&raw, 0, sizeof raw);
     else run_all(&raw);
     if (!snaps && rawres) *rawres = raw;
-    for (int i = 0; i < NM; i++) { close(tg.fds[i]); unlink(paths[i]); }
+    for (int i = 0; i < NM && raw_runs; i++) { close(tg.fds[i]); unlink(paths[i]); }
     /* snapshots keep the filled data while the tests rewrite it: members twice as large */
     uint64_t pmsize = snaps ? 2 * msize : msize;
 
@@ -356,7 +360,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     struct result lpool = {0}, araw[2] = {{{0}}};
     struct vpool_status st, lst = {0};
     for (int lg = log_rows == 2; lg < 1 + (log_rows != 0); lg++) {
-        if (prewrite(paths, pmsize, direct)) return 1;
+        prewrite(paths, pmsize, direct);
         struct vpool_opts o = { .direct = direct, .log = lg, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
         struct vpool *p = pool_open("bench", paths, pmsize, &o, 0);
         if (!p) return 1;
@@ -436,8 +440,10 @@ static double snap_ms(struct vpool *p, const char *name)
 static int snap_cost_of(int log, int direct)
 {
     char paths[NM][600];
-    for (int i = 0; i < NM; i++) snprintf(paths[i], sizeof paths[i], "%s/vpool-snap-bench-m%d", dir, i);
-    if (prewrite(paths, member_mb << 20, direct)) return 1;
+    for (int i = 0; i < NM; i++) {   /* sparse, as when the README's -C table was measured */
+        snprintf(paths[i], sizeof paths[i], "%s/vpool-snap-bench-m%d", dir, i);
+        unlink(paths[i]);
+    }
     struct vpool_opts o = { .log = log, .direct = direct, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
     struct vpool *p = pool_open("sbench", paths, member_mb << 20, &o, VPOOL_VOL_THIN);
     if (!p) return 1;
