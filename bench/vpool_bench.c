@@ -304,6 +304,14 @@ static void prewrite(char paths[][600], uint64_t size, int direct)
     free(buf);
 }
 
+/* Opens the NM member files with flags into fds; 1 on failure (reported). */
+static int open_members(char paths[][600], int flags, int *fds)
+{
+    for (int i = 0; i < NM; i++)
+        if ((fds[i] = open(paths[i], flags)) < 0) { perror(paths[i]); return 1; }
+    return 0;
+}
+
 static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-bench-m%d", dir, i); }
 
 /* A raidz1 pool over the member files with volume "v" of span bytes, opened as tg.b; NULL on failure. */
@@ -341,8 +349,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     struct result raw, pool;
     bool raw_runs = !snaps && !pool_only;
     if (raw_runs) prewrite(paths, msize, direct);
-    for (int i = 0; i < NM && raw_runs; i++)
-        if ((tg.fds[i] = open(paths[i], O_RDWR | (direct ? O_DIRECT : 0))) < 0) { perror(paths[i]); return 1; }
+    if (raw_runs && open_members(paths, O_RDWR | (direct ? O_DIRECT : 0), tg.fds)) return 1;
     tg.b = NULL;
     cur_pool = NULL;
     nsnaps = 0;
@@ -364,8 +371,8 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
         struct vpool_opts o = { .direct = direct, .log = lg, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
         struct vpool *p = pool_open("bench", paths, pmsize, &o, 0);
         if (!p) return 1;
-        for (int i = 0; i < NM && !pool_only; i++)   /* raw reads of the pool's own files */
-            if ((alt_raw.fds[i] = open(paths[i], O_RDONLY | (direct ? O_DIRECT : 0))) < 0) { perror(paths[i]); return 1; }
+        /* raw reads of the pool's own files */
+        if (!pool_only && open_members(paths, O_RDONLY | (direct ? O_DIRECT : 0), alt_raw.fds)) return 1;
         nsnaps = snaps;
         memset(&alt_res, 0, sizeof alt_res);
         run_all(lg ? &lpool : &pool);
