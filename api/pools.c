@@ -254,8 +254,8 @@ void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
     if (!strcmp(backend, "ceph")) { ceph_pool_attach(a, name, body, comment, 0, r); return; }
     if (strcmp(backend, "local")) { api_error(r, 400, "invalid_field", "backend must be \"local\" or \"ceph\""); return; }
     if (json_object_get(body, "ceph")) { api_error(r, 400, "invalid_field", "\"ceph\" needs \"backend\":\"ceph\""); return; }
-    if (strcmp(layout, "stripe") && strcmp(layout, "mirror") && strcmp(layout, "raidz1") && strcmp(layout, "raidz1-log")) {
-        api_error(r, 400, "invalid_field", "layout must be stripe, mirror, raidz1 or raidz1-log");
+    if (!(layout = storage_layout_canonical(layout))) {
+        api_error(r, 400, "invalid_field", STORAGE_LAYOUT_HELP);
         return;
     }
     struct storage_member m[16];

@@ -1,6 +1,7 @@
-/* vpool_bench: throughput of a raidz1 pool of 4 member files vs the same 4 files used
- * raw (striped, 64 KiB chunks, pread/pwrite), twice: through the OS page cache, and
- * with O_DIRECT members (raw files opened O_DIRECT too) where the disk is the limit.
+/* vpool_bench: throughput of raidz1 pools of 4 member files (raidz1: log-structured;
+ * raidz1-inplace) vs the same 4 files used raw (striped, 64 KiB chunks, pread/pwrite),
+ * twice: through the OS page cache, and with O_DIRECT members (raw files opened O_DIRECT
+ * too) where the disk is the limit.
  * The pool adds checksums, parity, journal and its own RAM cache.
  *   vpool_bench [-d DIR] [-s MEMBER_MiB] [-t SECONDS] [-j THREADS] [-w WORKSET_MiB]
  *               [-T TESTMASK] [-D 0|1|2] [-S 0|1] [-B MiB] [-b MiB] [-W 0|1] [-v] [-P]
@@ -48,7 +49,7 @@ static unsigned test_mask = 0x1f;
 static int direct_sets = 2;
 static int prewrite_files = 1;   /* -W 0: member files start sparse (prewrite()) */
 static int snap_rows = 1;   /* -S 0: skip the rows with snapshots present */
-static int log_rows = 1;    /* -L 0: skip the log-structured (format 3) raidz1 column, -L 2: only it */
+static int log_rows = 1;    /* -L 0: skip the raidz1 column (log-structured, format 3), -L 2: only it */
 static int verbose;
 static uint64_t dirty_mb, direct_dirty_mb = 32;   /* pool write-back budgets, 0 = engine default */
 static struct vpool *cur_pool;   /* -v: commit profile per test */
@@ -400,8 +401,8 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
                       direct ? "O_DIRECT members" : "page cache", snaps, snaps > 1 ? "s" : "",
                       (unsigned long long)(pmsize >> 20), wbs);
     else printf("%s, pool write-back %s:\n", direct ? "O_DIRECT members (no page cache)" : "page cache", wbs);
-    printf("%-18s %12s %12s %12s %12s %7s", "test", "raw MB/s", "raw IOPS", "raidz1 MB/s", "raidz1 IOPS", "ratio");
-    if (lcol) printf(" %12s %12s %7s", "log MB/s", "log IOPS", "ratio");
+    printf("%-18s %12s %12s %12s %12s %7s", "test", "raw MB/s", "raw IOPS", "inplace MB/s", "inplace IOPS", "ratio");
+    if (lcol) printf(" %12s %12s %7s", "raidz1 MB/s", "raidz1 IOPS", "ratio");
     printf("\n");
     for (int i = 0; i < NTESTS; i++) {
         if (!(test_mask & (1u << i))) continue;
@@ -411,7 +412,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
                pool.iops[i], b0 > 0 ? pool.mbs[i] / b0 : 0);
         if (lcol) printf(" %12.1f %12.0f %7.2f", lpool.mbs[i], lpool.iops[i], b1 > 0 ? lpool.mbs[i] / b1 : 0);
         if (i == 4)
-            printf("   latency raw %.0f us, raidz1 %.0f us, log %.0f us", raw.iops[i] > 0 ? 1e6 / raw.iops[i] : 0,
+            printf("   latency raw %.0f us, raidz1-inplace %.0f us, raidz1 %.0f us", raw.iops[i] > 0 ? 1e6 / raw.iops[i] : 0,
                    pool.iops[i] > 0 ? 1e6 / pool.iops[i] : 0, lpool.iops[i] > 0 ? 1e6 / lpool.iops[i] : 0);
         printf("\n");
     }
@@ -420,13 +421,13 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
         printf("  %s ratio against raw read in turns with the pool: ", names[i]);
         for (int lg = 0; lg < 2; lg++)
             if (araw[lg].mbs[i] > 0) printf("%s%.1f MB/s (%.0f IOPS) with %s", lg && araw[0].mbs[i] > 0 ? ", " : "",
-                                            araw[lg].mbs[i], araw[lg].iops[i], lg ? "the log" : "raidz1");
+                                            araw[lg].mbs[i], araw[lg].iops[i], lg ? "raidz1" : "raidz1-inplace");
         printf("\n");
     }
-    printf("pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(st.state),
+    printf("raidz1-inplace pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(st.state),
            (unsigned long long)st.repaired, (unsigned long long)st.unrepairable);
     if (lcol)
-        printf("log pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(lst.state),
+        printf("raidz1 pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(lst.state),
                (unsigned long long)lst.repaired, (unsigned long long)lst.unrepairable);
     test_mask = saved_mask;
     return 0;
@@ -442,8 +443,8 @@ static double snap_ms(struct vpool *p, const char *name)
 /* -C: 4 KiB random writes (THREADS threads) and 1 MiB sequential writes on a thin raidz1
  * volume, with no snapshot, in the seconds right after the first snapshot (every first
  * write to a unit copies 1 MiB) and right after the 32nd; then snapshot create and delete
- * times with the working set full of data. For in place and raidz1-log in the page cache,
- * and raidz1-log on O_DIRECT members (-L and -D choose, as for the main sets). */
+ * times with the working set full of data. For raidz1-inplace and raidz1 (log) in the page cache,
+ * and raidz1 on O_DIRECT members (-L and -D choose, as for the main sets). */
 static int snap_cost_of(int log, int direct)
 {
     char paths[NM][600];
@@ -454,8 +455,8 @@ static int snap_cost_of(int log, int direct)
     struct vpool_opts o = { .log = log, .direct = direct, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
     struct vpool *p = pool_open("sbench", paths, member_mb << 20, &o, VPOOL_VOL_THIN);
     if (!p) return 1;
-    printf("vpool_snap_bench: raidz1%s of 4 files of %llu MiB in %s%s, volume %llu MiB, %d threads, %.0fs per test\n",
-           log ? "-log" : " in place", (unsigned long long)member_mb, dir, direct ? " (O_DIRECT)" : "",
+    printf("vpool_snap_bench: %s of 4 files of %llu MiB in %s%s, volume %llu MiB, %d threads, %.0fs per test\n",
+           log ? "raidz1" : "raidz1-inplace", (unsigned long long)member_mb, dir, direct ? " (O_DIRECT)" : "",
            (unsigned long long)workset_mb, nthreads, secs);
     struct result fill;
     test_mask = 0;

@@ -88,6 +88,16 @@ static const char *migrations[] = {
     "INSERT INTO pools_new(id, name, layout, comment, created) SELECT id, name, layout, comment, created FROM pools;"
     "DROP TABLE pools;"
     "ALTER TABLE pools_new RENAME TO pools;",
+    /* 7: "raidz1" names the log-structured layout, the in-place one is "raidz1-inplace"
+     * (the pools' formats are in their labels and do not change, only their names here) */
+    "CREATE TABLE pools_new(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+    "  layout TEXT NOT NULL CHECK(layout IN ('stripe','mirror','raidz1','raidz1-inplace','ceph')),"
+    "  comment TEXT NOT NULL DEFAULT '', created INTEGER NOT NULL);"
+    "INSERT INTO pools_new(id, name, layout, comment, created) SELECT id, name,"
+    "  CASE layout WHEN 'raidz1' THEN 'raidz1-inplace' WHEN 'raidz1-log' THEN 'raidz1' ELSE layout END,"
+    "  comment, created FROM pools;"
+    "DROP TABLE pools;"
+    "ALTER TABLE pools_new RENAME TO pools;",
 };
 
 int db_latest_schema_version(void) { return (int)(sizeof migrations / sizeof *migrations); }

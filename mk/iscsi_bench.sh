@@ -63,7 +63,7 @@ tgtadm -C "$CPORT" --lld iscsi --mode target --op bind --tid 1 -I ALL || { echo 
 mkdir -p "$tmp/d"
 start_nasd "$tmp/d" --log-level warn
 m=""; for i in 0 1 2 3; do m="$m{\"path\":\"$tmp/d/m$i.img\",\"size\":\"512M\",\"create\":true},"; done
-LAYOUT=${BENCH_POOL_LAYOUT:-raidz1}   # raidz1-log: the log-structured layout
+LAYOUT=${BENCH_POOL_LAYOUT:-raidz1}   # log-structured; raidz1-inplace: the in-place layout
 expect 201 POST pools "{\"name\":\"bench\",\"layout\":\"$LAYOUT\",\"members\":[${m%,}]}"
 expect 201 POST volumes '{"pool":"bench","name":"lun0","size":"1G"}'
 expect 201 POST exports/iscsi '{"name":"bench","volume":"bench/lun0"}'

@@ -1,5 +1,5 @@
 # make bench-vpool-snap: write throughput with 0, 1 and 32 snapshots, create/delete times
-# (vpool_bench -C): in place and raidz1-log in the page cache, raidz1-log on O_DIRECT members.
+# (vpool_bench -C): raidz1-inplace and raidz1 (log) in the page cache, raidz1 on O_DIRECT members.
 # VPOOL_SNAP_BENCH_ARGS e.g. "-s 2048 -w 512 -t 3 -j 4", "-L 2 -D 1" (only the O_DIRECT set).
 .PHONY: bench-vpool-snap
 BENCHES += bench-vpool-snap

@@ -1,4 +1,4 @@
-/* Demo appliance: a raidz1-log pool (the layout built for random writes and snapshots)
+/* Demo appliance: a raidz1 pool (log-structured: the layout built for random writes and snapshots)
  * of four 1 GiB sparse files on an empty DB. */
 #include "api/api.h"
 #include "util/log.h"
@@ -21,7 +21,7 @@ int appliance_create_demo(struct appliance *a, char *err, size_t errlen)
         json_array_append_new(members, stat(p, &st) == 0 ? json_string(p)
                                                          : json_pack("{s:s, s:s, s:b}", "path", p, "size", "1G", "create", 1));
     }
-    json_t *body = json_pack("{s:s, s:s, s:o, s:s}", "name", "tank", "layout", "raidz1-log", "members", members,
+    json_t *body = json_pack("{s:s, s:s, s:o, s:s}", "name", "tank", "layout", "raidz1", "members", members,
                              "comment", "demo pool of four 1 GiB sparse files");
     struct api_reply r = { 0 };
     api_pool_create(a, body, &r);

@@ -17,8 +17,12 @@ struct storage_member { char path[1024]; uint64_t size; int create; };
 struct storage *storage_new(const char *state_dir, uint64_t cache_bytes, uint64_t dirty_bytes);
 void storage_free(struct storage *st);
 
+/* Layout names a pool is created with: the name as it is recorded and shown, or NULL if
+ * unknown ("raidz1-log", the old name of "raidz1", gives "raidz1"). */
+const char *storage_layout_canonical(const char *layout);
+#define STORAGE_LAYOUT_HELP "layout must be stripe, mirror, raidz1 or raidz1-inplace"
 /* Create a pool from member disks (files are created sparse when create is set).
- * layout: "stripe" | "mirror" | "raidz1". Returns 0 or -errno with a message. */
+ * layout: a name storage_layout_canonical knows. Returns 0 or -errno with a message. */
 int storage_pool_create(struct storage *st, const char *name, const char *layout,
                         const struct storage_member *m, int n, char *err, size_t errlen);
 /* Re-open a pool recorded in the DB at start-up. */

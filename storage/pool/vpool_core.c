@@ -213,8 +213,8 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     if (!rc && (rc = vp_geometry(p, msize)))
         vp_set_err(err, errlen, "members too small (smallest %llu bytes, need >= 16 MiB)", (unsigned long long)msize);
     if (!rc && vp_is_log(p) && vp_xl_nphys(p) >= UINT32_MAX) {   /* before the journals are written */
-        vp_set_err(err, errlen, "raidz1-log addresses at most 16 TiB of data, these members give %llu GiB: "
-                   "use smaller members or raidz1", (unsigned long long)(vp_xl_nphys(p) * VP_SECTOR >> 30));
+        vp_set_err(err, errlen, "raidz1 (log-structured) addresses at most 16 TiB of data, these members "
+                   "give %llu GiB: use smaller members or raidz1-inplace", (unsigned long long)(vp_xl_nphys(p) * VP_SECTOR >> 30));
         rc = -EFBIG;
     }
     for (int i = 0; i < n && !rc; i++) vp_journal_fill(p, p->m[i].fd, p->m[i].path);
@@ -231,7 +231,8 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     if (rc) { pool_free(p); return rc; }
     if (o && o->direct) for (int i = 0; i < n; i++) vp_set_direct(p, i);
     vp_flusher_start(p);
-    log_info("vpool %s: created %s of %d members, %llu MiB usable", p->name, vpool_layout_name(layout), n,
+    log_info("vpool %s: created %s%s of %d members, %llu MiB usable", p->name, vpool_layout_name(layout),
+             vp_is_log(p) ? " (log-structured)" : "", n,
              (unsigned long long)(p->n_au * VP_AU_BYTES >> 20));
     *out = p;
     return 0;

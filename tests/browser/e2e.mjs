@@ -135,19 +135,22 @@ try {
   check(apiMsg === `pool "${POOL}" exists`, `form shows "${apiMsg}", expected the API's message`);
   log(`  form error: ${apiMsg}`);
 
-  begin('create a raidz1-log pool from the form; the API reports its layout; delete it');
-  await fillPoolForm('e2elog', 'raidz1-log', [7, 8, 9].map((i) => path.join(tmp, `disk${i}.img`)));
+  begin('create a raidz1-inplace pool from the form; the API reports its layout; delete it');
+  await fillPoolForm('e2einplace', 'raidz1-inplace', [7, 8, 9].map((i) => path.join(tmp, `disk${i}.img`)));
   await page.click('#pool-create');
-  const logRow = tid('pool-row-e2elog');
-  await logRow.waitFor();
-  await until(async () => (await logRow.locator('[data-testid="state"]').textContent()) === 'ONLINE', 'raidz1-log pool ONLINE');
-  const logLayout = await page.evaluate(async () => (await (await fetch('/api/v1/pools/e2elog')).json()).layout);
-  check(logLayout === 'raidz1-log', `layout ${logLayout}, expected raidz1-log`);
-  const logDel = await page.evaluate(async () => (await fetch('/api/v1/pools/e2elog', { method: 'DELETE' })).status);
-  check(logDel === 204, `DELETE of the raidz1-log pool: ${logDel}`);
+  const ipRow = tid('pool-row-e2einplace');
+  await ipRow.waitFor();
+  await until(async () => (await ipRow.locator('[data-testid="state"]').textContent()) === 'ONLINE', 'raidz1-inplace pool ONLINE');
+  const layoutOf = (name) => page.evaluate(async (n) => (await (await fetch(`/api/v1/pools/${n}`)).json()).layout, name);
+  const ipLayout = await layoutOf('e2einplace');
+  check(ipLayout === 'raidz1-inplace', `layout ${ipLayout}, expected raidz1-inplace`);
+  const mainLayout = await layoutOf(POOL);
+  check(mainLayout === 'raidz1', `layout of ${POOL} ${mainLayout}, expected raidz1`);
+  const ipDel = await page.evaluate(async () => (await fetch('/api/v1/pools/e2einplace', { method: 'DELETE' })).status);
+  check(ipDel === 204, `DELETE of the raidz1-inplace pool: ${ipDel}`);
   await go('dashboard');   /* the same hash would not render the list again */
   await go('pools');
-  await until(async () => (await logRow.count()) === 0, 'the raidz1-log pool gone from the list');
+  await until(async () => (await ipRow.count()) === 0, 'the raidz1-inplace pool gone from the list');
 
   begin(`create volume ${POOL}/${VOL} (64M, 512 B blocks)`);
   await go('volumes');

@@ -2,9 +2,10 @@
 # The pool engine through the daemon: data written over iSCSI survives a corrupted
 # member (scrub repairs it), an offline member (DEGRADED, resilver on online), a lost
 # member (replace + resilver), kill -9 during writes, and an import into a fresh DB.
-# LAYOUT=raidz1-log runs the same on a log-structured pool (21_pool_log.sh).
+# Default: the in-place raidz1 (raidz1-inplace); LAYOUT=raidz1 runs the same on the
+# log-structured raidz1 (21_pool_log.sh).
 set -u
-LAYOUT=${LAYOUT:-raidz1}
+LAYOUT=${LAYOUT:-raidz1-inplace}
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/nasd-it-pool.XXXXXX)
 PAT=$ROOT/build/tools/iscsi_pattern
@@ -101,12 +102,12 @@ expect 201 POST exports/iscsi '{"name":"t2","volume":"tank2/vol1"}'
 $PAT verify "iscsi://127.0.0.1:$ISCSI_PORT/iqn.2026-12.io.nasd:t2/0" 3 "${acked}b" >/dev/null || fail "data wrong after import"
 expect 409 POST pools/tank3/import "{\"members\":[\"$T/d0.img\"]}"
 [ "$(api GET pools/tank2 | jq -r .layout)" = "$LAYOUT" ] || fail "layout after import: $BODY"
-if [ "$LAYOUT" = raidz1-log ]; then   # 17 TiB of data: past its 4-byte locations, a clear 400
-  expect 400 POST pools "{\"name\":\"huge\",\"layout\":\"raidz1-log\",\"members\":[
+if [ "$LAYOUT" = raidz1 ]; then   # 17 TiB of data: past its 4-byte locations, a clear 400
+  expect 400 POST pools "{\"name\":\"huge\",\"layout\":\"raidz1\",\"members\":[
     {\"path\":\"$T/h0.img\",\"size\":\"8704G\",\"create\":true},{\"path\":\"$T/h1.img\",\"size\":\"8704G\",\"create\":true},
     {\"path\":\"$T/h2.img\",\"size\":\"8704G\",\"create\":true}]}"
-  grep -q "at most 16 TiB" <<<"$BODY" || fail "huge raidz1-log: $BODY"
+  grep -q "at most 16 TiB" <<<"$BODY" || fail "huge raidz1: $BODY"
   used=$(du -ck "$T"/h?.img 2>/dev/null | tail -1 | cut -f1)   # created sparse, or removed
-  [ "${used:-0}" -lt 1024 ] || fail "huge raidz1-log wrote ${used} KiB to its members"
+  [ "${used:-0}" -lt 1024 ] || fail "huge raidz1 wrote ${used} KiB to its members"
 fi
 echo "pool engine ($LAYOUT): ok"

@@ -9,7 +9,7 @@ set -u
 T=$(mktemp -d /tmp/nasd-it-cu.XXXXXX)
 trap 'stop_nasd; rm -rf "$T"' EXIT
 start_nasd "$T"
-expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1-log\",\"members\":[
+expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1\",\"members\":[
   {\"path\":\"$T/d0.img\",\"size\":\"512M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"512M\",\"create\":true},
   {\"path\":\"$T/d2.img\",\"size\":\"512M\",\"create\":true}]}"
 expect 201 POST volumes '{"pool":"tank","name":"lun0","size":"256M"}'

@@ -37,14 +37,18 @@ crash_rounds() {   # layout members rounds [lz4]
         out=$("$TOOL" verify "$d" "$n" 1 < "$d/acks" 2>&1) || { echo "$out"; fail "$layout: verify without member 1"; }
         echo "$layout without member 1: $out"
         out=$("$TOOL" status "$d" "$n" 2>&1) || { echo "$out"; fail "$layout: not ONLINE after resilver"; }
+        # the API's names: "raidz1" is the log-structured pool
+        [ "$layout" != raidz1 ] || grep -q "raidz1 (log)" <<<"$out" || fail "$layout: not log-structured: $out"
         out=$("$TOOL" verify "$d" "$n" < "$d/acks" 2>&1) || { echo "$out"; fail "$layout: verify after resilver"; }
         echo "$layout after resilver: $out"
     fi
 }
 
 start=$(date +%s)
-crash_rounds raidz1 4 6
+crash_rounds raidz1-inplace 4 6
+crash_rounds raidz1 4 4   # log-structured
 crash_rounds mirror 2 3
 crash_rounds stripe 2 2
+crash_rounds raidz1-inplace 3 2 lz4
 crash_rounds raidz1 3 2 lz4
 echo "60_vpool_crash: ok in $(( $(date +%s) - start ))s"

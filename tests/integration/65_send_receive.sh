@@ -13,10 +13,10 @@ IQN=iqn.2026-12.io.nasd
 
 start_nasd "$T/a"
 PID_A=$NASD_PID; API_A=$API; ISCSI_A=$ISCSI_PORT
-expect 201 POST pools "{\"name\":\"src\",\"layout\":\"${LAYOUT:-raidz1}\",\"members\":[
+expect 201 POST pools "{\"name\":\"src\",\"layout\":\"${LAYOUT:-raidz1-inplace}\",\"members\":[
   {\"path\":\"$T/a0.img\",\"size\":\"96M\",\"create\":true},{\"path\":\"$T/a1.img\",\"size\":\"96M\",\"create\":true},
   {\"path\":\"$T/a2.img\",\"size\":\"96M\",\"create\":true}]}"
-[ "$(api GET pools/src | jq -r .layout)" = "${LAYOUT:-raidz1}" ] || fail "layout of src"
+[ "$(api GET pools/src | jq -r .layout)" = "${LAYOUT:-raidz1-inplace}" ] || fail "layout of src"
 expect 201 POST volumes '{"pool":"src","name":"v","size":"24M","block_size":4096}'
 expect 201 POST exports/iscsi '{"name":"v","volume":"src/v"}'
 $PAT write "iscsi://127.0.0.1:$ISCSI_A/$IQN:v/0" 1 12 >/dev/null || fail "write A"

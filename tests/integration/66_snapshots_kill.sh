@@ -10,10 +10,10 @@ PAT=$ROOT/build/tools/iscsi_pattern
 trap 'stop_nasd; rm -rf "$T"' EXIT
 IQN=iqn.2026-12.io.nasd
 start_nasd "$T"
-expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"${LAYOUT:-raidz1}\",\"members\":[
+expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"${LAYOUT:-raidz1-inplace}\",\"members\":[
   {\"path\":\"$T/d0.img\",\"size\":\"128M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"128M\",\"create\":true},
   {\"path\":\"$T/d2.img\",\"size\":\"128M\",\"create\":true}]}"
-[ "$(api GET pools/tank | jq -r .layout)" = "${LAYOUT:-raidz1}" ] || fail "layout of tank"
+[ "$(api GET pools/tank | jq -r .layout)" = "${LAYOUT:-raidz1-inplace}" ] || fail "layout of tank"
 expect 201 POST volumes '{"pool":"tank","name":"v","size":"16M"}'
 expect 201 POST exports/iscsi '{"name":"v","volume":"tank/v"}'
 URL=iscsi://127.0.0.1:$ISCSI_PORT/$IQN:v/0

@@ -5,7 +5,7 @@
 set -u
 D=$(dirname "$0")
 for t in 63_snapshots_volume 64_snapshots_dataset 65_send_receive 66_snapshots_kill; do
-    echo "== $t on raidz1-log"
-    LAYOUT=raidz1-log "$D/$t.sh" || { echo "FAIL: $t on raidz1-log"; exit 1; }
+    echo "== $t on raidz1 (log-structured)"
+    LAYOUT=raidz1 "$D/$t.sh" || { echo "FAIL: $t on raidz1 (log-structured)"; exit 1; }
 done
-echo "snapshots on raidz1-log: ok"
+echo "snapshots on raidz1 (log-structured): ok"

@@ -128,7 +128,9 @@ static void *writer_thread(void *arg)
 static int cmd_create(char **a, int n)
 {
     if (n < 5) return 64;
+    /* the API's names: "raidz1" is the log-structured raidz1, "raidz1-inplace" the other */
     enum vpool_layout l = !strcmp(a[1], "stripe") ? VPOOL_STRIPE : !strcmp(a[1], "mirror") ? VPOOL_MIRROR : VPOOL_RAIDZ1;
+    struct vpool_opts o = { .log = !strcmp(a[1], "raidz1") };
     struct vpool_member_spec ms[16];
     char paths[16][600];
     for (int i = 0; i < nmem; i++) {
@@ -137,7 +139,7 @@ static int cmd_create(char **a, int n)
     }
     struct vpool *p;
     char err[512];
-    if (vpool_create("crash", l, ms, nmem, NULL, &p, err, sizeof err)) { fprintf(stderr, "create: %s\n", err); return 2; }
+    if (vpool_create("crash", l, ms, nmem, &o, &p, err, sizeof err)) { fprintf(stderr, "create: %s\n", err); return 2; }
     int rc = vpool_vol_create(p, "v", strtoull(a[4], NULL, 0) << 20, n > 5 && !strcmp(a[5], "lz4") ? VPOOL_VOL_LZ4 : 0);
     vpool_close(p);
     return rc ? 2 : 0;
@@ -222,8 +224,8 @@ static int cmd_status(void)
     vpool_wait_background(p);
     struct vpool_status st;
     vpool_get_status(p, &st);
-    printf("%s %s %s size=%llu allocated=%llu\n", st.name, vpool_layout_name(st.layout), vpool_state_name(st.state),
-           (unsigned long long)st.size, (unsigned long long)st.allocated);
+    printf("%s %s%s %s size=%llu allocated=%llu\n", st.name, vpool_layout_name(st.layout), st.log ? " (log)" : "",
+           vpool_state_name(st.state), (unsigned long long)st.size, (unsigned long long)st.allocated);
     for (int i = 0; i < st.nmembers; i++)
         printf("  %s %s r=%llu w=%llu ck=%llu\n", st.members[i].path, vpool_member_state_name(st.members[i].state),
                (unsigned long long)st.members[i].read_errors, (unsigned long long)st.members[i].write_errors,

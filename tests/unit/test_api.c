@@ -78,16 +78,32 @@ START_TEST(pools)
     ck_assert_int_eq(make_pool("tank", "raidz1", 3), 201);
     ck_assert_int_eq(call(&j, "GET", "pools/tank", NULL), 200);
     ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "ONLINE");
-    /* raidz1: n-1 members of data, less the engine's labels, metadata and journal */
-    ck_assert_int_le(json_integer_value(json_object_get(j, "size")), 2 * (128 << 20));
-    ck_assert_int_gt(json_integer_value(json_object_get(j, "size")), 2 * (100 << 20));
+    ck_assert_str_eq(json_string_value(json_object_get(j, "layout")), "raidz1");
+    /* raidz1: n-1 members of data, less the engine's labels, metadata, journal and the
+     * log's cleaner reserve */
+    json_int_t log_size = json_integer_value(json_object_get(j, "size"));
+    ck_assert_int_le(log_size, 2 * (128 << 20));
+    ck_assert_int_gt(log_size, 2 * (90 << 20));
     ck_assert_int_eq(json_array_size(json_object_get(j, "members")), 3);
     json_decref(j);
+    /* the in-place raidz1 by its own name, and the log's old name still taken */
+    ck_assert_int_eq(make_pool("inplace", "raidz1-inplace", 3), 201);
+    ck_assert_int_eq(call(&j, "GET", "pools/inplace", NULL), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "layout")), "raidz1-inplace");
+    ck_assert_int_gt(json_integer_value(json_object_get(j, "size")), log_size);   /* no cleaner reserve */
+    json_decref(j);
+    ck_assert_int_eq(make_pool("oldname", "raidz1-log", 3), 201);
+    ck_assert_int_eq(call(&j, "GET", "pools/oldname", NULL), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "layout")), "raidz1");
+    json_decref(j);
+    ck_assert_int_eq(call(NULL, "DELETE", "pools/inplace", NULL), 204);
+    ck_assert_int_eq(call(NULL, "DELETE", "pools/oldname", NULL), 204);
     ck_assert_int_eq(call(&j, "GET", "pools/1", NULL), 200); /* by id too */
     json_decref(j);
     ck_assert_int_eq(make_pool("tank", "stripe", 1), 409);
     ck_assert_int_eq(make_pool("m", "mirror", 1), 400);   /* mirror needs 2 */
     ck_assert_int_eq(make_pool("z", "raidz1", 2), 400);   /* raidz1 needs 3 */
+    ck_assert_int_eq(make_pool("z", "raidz1-inplace", 2), 400);
     ck_assert_int_eq(make_pool("r", "raid5", 3), 400);
     ck_assert_int_eq(make_pool("bad/name", "stripe", 1), 400);
     ck_assert_int_eq(call(&j, "POST", "pools", "{\"name\":\"x\",\"members\":[\"relative.img\"]}"), 400);

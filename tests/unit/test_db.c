@@ -77,6 +77,35 @@ START_TEST(pools_rebuild_keeps_rows)
 }
 END_TEST
 
+/* Migration 7 renames layouts: a version-6 "raidz1" pool (in place) becomes "raidz1-inplace",
+ * a "raidz1-log" pool becomes "raidz1"; the other layouts stay. */
+START_TEST(layout_names_migrated)
+{
+    char err[256];
+    /* the version-6 pools table, whose CHECK still allows 'raidz1-log' */
+    ck_assert_int_eq(db_exec(&db, NULL, "PRAGMA foreign_keys=OFF", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "CREATE TABLE pools_old(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+                             " layout TEXT NOT NULL CHECK(layout IN ('stripe','mirror','raidz1','raidz1-log','ceph')),"
+                             " comment TEXT NOT NULL DEFAULT '', created INTEGER NOT NULL)", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "DROP TABLE pools", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "ALTER TABLE pools_old RENAME TO pools", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pools(id, name, layout, created) VALUES(1,'old','raidz1',1),"
+                             "(2,'log','raidz1-log',1),(3,'m','mirror',1)", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(2,'v',1,1)", ""), 0);
+    ck_assert_int_eq(db_exec(&db, NULL, "UPDATE schema_version SET version=6", ""), 0);
+    db_close(&db);
+    ck_assert_msg(db_open(&db, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(db_schema_version(&db), db_latest_schema_version());
+    ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools WHERE id=1 AND layout='raidz1-inplace'", ""), 1);
+    ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools WHERE id=2 AND layout='raidz1'", ""), 1);
+    ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools WHERE id=3 AND layout='mirror'", ""), 1);
+    ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM volumes v JOIN pools p ON p.id=v.pool_id "
+                            "WHERE p.name='log'", ""), 1);
+    /* the old name is no longer a layout the table takes */
+    ck_assert_int_ne(db_exec(&db, NULL, "INSERT INTO pools(name, layout, created) VALUES('x','raidz1-log',1)", ""), 0);
+}
+END_TEST
+
 START_TEST(newer_schema_refused)
 {
     char err[256];
@@ -190,6 +219,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, migrations_and_pragmas);
+    tcase_add_test(tc, layout_names_migrated);
     tcase_add_test(tc, newer_schema_refused);
     tcase_add_test(tc, pools_rebuild_keeps_rows);
     tcase_add_test(tc, rows_as_json);

@@ -485,7 +485,7 @@ START_TEST(t_lz4_zero_run)
 }
 END_TEST
 
-/* An lz4 chunk on raidz1-log rewritten to another compressed length, committed without a
+/* An lz4 chunk on the log-structured raidz1 rewritten to another compressed length, committed without a
  * sync, then a power loss at each member write of that commit (and after it), with a
  * random part of the unsynced blocks undone: each chunk reads as before or as after,
  * never as an I/O error or a mix (the no-data sectors' checksum records of the new form

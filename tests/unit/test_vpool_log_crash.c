@@ -1,4 +1,4 @@
-/* Format 3 (raidz1-log) at precise crash points (vpool_sim.c, every unsynced block undone
+/* Format 3 (the log-structured raidz1) at precise crash points (vpool_sim.c, every unsynced block undone
  * or a random part of them): a crash inside a checkpoint's metadata write, lz4 chunks that
  * shrink to a few sectors or to nothing, and small FUA writes on a degraded pool. Each
  * case lost data before its fix (a review's reproductions, 2026-12-04). */

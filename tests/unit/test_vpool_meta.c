@@ -46,7 +46,7 @@ static void check_spread(struct vpool *p, uint64_t vsize, uint64_t seed)
 
 /* With the default regions: create writes both copies of the tables' regions on each
  * member, not tables sized for the pool (at 100 GiB members that was 867 MB a member,
- * 5.4 s in place and 10.9 s on raidz1-log, with the REST thread waiting). */
+ * 5.4 s in place and 10.9 s on the log-structured raidz1, with the REST thread waiting). */
 START_TEST(t_create_writes_tables_only)
 {
     vp_test_meta_regions = 0;
@@ -175,7 +175,7 @@ START_TEST(t_labels_before_regions)
 }
 END_TEST
 
-/* raidz1-log: sectors whose table pages only the journal holds (written after the last
+/* the log-structured raidz1: sectors whose table pages only the journal holds (written after the last
  * checkpoint, in regions never written) are in the reverse map and segment counts after
  * an import, although import skips the table pages that hold nothing. Otherwise their
  * segments would look free and be written over. */
@@ -225,7 +225,7 @@ int main(void)
     Suite *s = suite_create("vpool_meta");
     TCase *tc = tcase_create("meta");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, t_create_writes_tables_only, 0, 2);   /* in place, raidz1-log */
+    tcase_add_loop_test(tc, t_create_writes_tables_only, 0, 2);   /* in place, the log-structured raidz1 */
     tcase_add_loop_test(tc, t_unwritten_regions_not_read, 0, 2);
     tcase_add_loop_test(tc, t_labels_before_regions, 0, 2);
     tcase_add_test(tc, t_log_replay_only_sectors_mapped);

@@ -329,7 +329,7 @@ END_TEST
 /* Writers race snapshot creates and deletes: every snapshot must hold, per block, a
  * write no older than the last one acknowledged before the create began and no newer
  * than the first one started after it returned. Two writers write 4 KiB blocks of the
- * first 2 MiB, a third whole 1 MiB units of the next 2 MiB (on raidz1-log such a copy
+ * first 2 MiB, a third whole 1 MiB units of the next 2 MiB (on the log-structured raidz1 such a copy
  * waits in the cache for its commit, vpool_xcow.c). */
 #define MT_SLOTS 512        /* 2 MiB: a few AUs, so copies and writes collide a lot */
 #define MT_ALL (MT_SLOTS + 512)

@@ -5,7 +5,7 @@
  * misses the cache keeps: a stale copy went in after such a write, found by a review
  * of 2026-12-05), multi-chunk reads (vpool_span.c) on raidz1 in place (a direct write
  * dropped the cached older version before its own data was on disk: zeros came back
- * in between) and raidz1-log with the cleaner at work, and small writes on O_DIRECT
+ * in between) and the log-structured raidz1 with the cleaner at work, and small writes on O_DIRECT
  * members. STALE_ONLY=<case> STALE_SECS=<n> to hunt. */
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"

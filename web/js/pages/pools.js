@@ -7,7 +7,7 @@ import * as v from '../validate.js';
 import { withSpace, freeCell } from '../space.js';
 import { field, input, select, errorBox, onSubmit, table, stateBadge, capacityBar, action, section, button, toast, loadFailed, showError } from '../ui.js';
 
-const MIN_MEMBERS = { stripe: 1, mirror: 2, raidz1: 3, 'raidz1-log': 3 };
+const MIN_MEMBERS = { stripe: 1, mirror: 2, raidz1: 3, 'raidz1-inplace': 3 };
 const MEMBER_MIN_SIZE = 64 * 1024 * 1024;
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
@@ -74,8 +74,8 @@ function createForm(refresh, suggestImport) {
   const name = input({ id: 'pool-name', name: 'name', placeholder: 'tank', required: true, maxlength: 63 });
   const layout = select({ id: 'pool-layout', name: 'layout' }, [
     { value: 'stripe', label: 'stripe (no redundancy)' }, { value: 'mirror', label: 'mirror' },
-    { value: 'raidz1', label: 'raidz1 (single parity)' },
-    { value: 'raidz1-log', label: 'raidz1-log (single parity, log-structured: fast random writes)' }]);
+    { value: 'raidz1', label: 'raidz1 (single parity, log-structured: fast random writes and snapshots)' },
+    { value: 'raidz1-inplace', label: 'raidz1-inplace (single parity, rewritten in place: no cleaner reserve, over 16 TiB)' }]);
   const comment = input({ id: 'pool-comment', name: 'comment', placeholder: 'optional' });
   const list = h('div', { id: 'pool-members' });
   const addMember = () => list.append(memberRow(list, list.children.length + 1));
@@ -84,7 +84,7 @@ function createForm(refresh, suggestImport) {
     while (list.children.length < MIN_MEMBERS[layout.value]) addMember();
   });
   const err = errorBox('pool-form-error');
-  const layoutField = field('Layout', layout, 'raidz1 needs 3+ disks, mirror 2+; raidz1-log keeps about 6 % back for its cleaner');
+  const layoutField = field('Layout', layout, 'raidz1 needs 3+ disks, mirror 2+; raidz1 keeps about 6 % back for its cleaner and holds up to 16 TiB of data');
   const membersBox = h('fieldset', { class: 'members full' }, h('legend', {}, 'Member disks (absolute paths to files or block devices)'),
     list, button('Add member disk', { id: 'pool-add-member', class: 'btn small', onclick: addMember }));
   const isCeph = () => backend.value === 'ceph';
