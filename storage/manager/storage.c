@@ -204,7 +204,7 @@ const char *storage_layout_canonical(const char *layout)
     return f ? f->canonical : NULL;
 }
 
-static const char *layout_name(enum vpool_layout l, int log)
+const char *storage_layout_of(enum vpool_layout l, int log)
 {
     for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++)
         if (layouts[i].l == l && layouts[i].log == log) return layouts[i].canonical;
@@ -299,7 +299,7 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
     if (rc) { members_unlock(fds, n); return rc; }
     struct vpool_status s;
     vpool_get_status(vp, &s);
-    *layout = layout_name(s.layout, s.log);
+    *layout = storage_layout_of(s.layout, s.log);
     const char *ordered[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < s.nmembers; i++) ordered[i] = s.members[i].path; /* label order, not argument order */
     if (!add_pool(st, name, vp, ordered, s.nmembers, paths, fds, n)) { vpool_close(vp); return -ENOMEM; }

@@ -350,7 +350,8 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     rc = vp_checkpoint(p);
     pthread_mutex_unlock(&p->commit_lock);
     if (rc) { vp_set_err(err, errlen, "writing checkpoint: %s", strerror(-rc)); goto fail_p; }
-    log_info("vpool %s: imported (%s, %s)", p->name, vpool_layout_name(p->layout), vpool_state_name(vp_pool_state(p)));
+    log_info("vpool %s: imported (%s%s, %s)", p->name, vpool_layout_name(p->layout), vp_is_log(p) ? ", log-structured" : "",
+             vpool_state_name(vp_pool_state(p)));
     if (o && o->direct) for (int i = 0; i < p->n; i++) if (p->m[i].fd >= 0) vp_set_direct(p, i);
     if (stale) vp_bg_start(p, 2, stale);
     vp_flusher_start(p);

@@ -98,6 +98,7 @@ int vpool_peek(const char *path, struct vpool_peek *out)
         snprintf(out->name, sizeof out->name, "%s", l->name);
         memcpy(out->uuid, l->pool_uuid, 16);
         out->layout = (int)l->layout;
+        out->log = l->version >= VP_FMT_LOG;
         out->nmembers = (int)l->nmembers;
         out->member_idx = (int)l->member_idx;
     }

@@ -16,6 +16,7 @@ struct vpool_peek {
     char name[64];
     uint8_t uuid[16];
     int layout, nmembers, member_idx;
+    int log;                    /* format 3: the log-structured raidz1 */
     int owner_state;            /* VPOOL_OWNER_* */
     uint64_t owner_hostid, owner_seq, owner_time_ms;
     uint32_t owner_pid;

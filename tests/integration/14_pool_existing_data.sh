@@ -59,6 +59,14 @@ jget "$body" '.error.message' | grep -q 'import' || fail "message does not sugge
 echo "exported pool member refused: $(jget "$body" '.found[0].what')"
 expect 201 POST pools/crash/import "{\"members\":[\"$TMP/exp/m0\",\"$TMP/exp/m1\"]}"
 echo "... and importing it works"
+# the hint names the layout as the API does, from the member's label
+for lay in raidz1 raidz1-inplace; do
+    mkdir -p "$TMP/$lay"
+    "$ROOT/build/tools/vpool_tool" create "$TMP/$lay" "$lay" 3 64 8 >/dev/null || fail "vpool_tool create $lay"
+    api POST pools "{\"name\":\"p5\",\"members\":[\"$TMP/$lay/m0\"]}" >/dev/null; body=$BODY
+    [ "$STATUS" = 409 ] && jget "$body" '.found[0].what' | grep -qF "($lay)" || fail "$lay member: $STATUS $body"
+done
+echo "the hint names raidz1 and raidz1-inplace"
 
 # replace: a mirror, then an ext4 image as the new member
 truncate -s 128M "$TMP/r0" "$TMP/r1"

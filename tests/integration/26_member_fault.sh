@@ -5,13 +5,14 @@
 # member back ONLINE, which survives a restart. (Counters kept across restarts:
 # tests/unit/test_vpool_fault.c.)
 set -u
+LAYOUT=${LAYOUT:-raidz1-inplace}   # 21_pool_log.sh runs it on raidz1 (log-structured)
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/nasd-it-fault.XXXXXX)
 PAT=$ROOT/build/tools/iscsi_pattern
 trap 'stop_nasd; rm -rf "$T"' EXIT
 printf "pool_cache_mb = 4\npool_dirty_mb = 2\n" > "$T/nasd.conf"   # small: reads and writes go to the members
 start_nasd "$T" --config "$T/nasd.conf"
-expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1\",\"members\":[
+expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"$LAYOUT\",\"members\":[
   {\"path\":\"$T/d0.img\",\"size\":\"128M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"128M\",\"create\":true},
   {\"path\":\"$T/d2.img\",\"size\":\"128M\",\"create\":true},{\"path\":\"$T/d3.img\",\"size\":\"128M\",\"create\":true}]}"
 expect 201 POST volumes '{"pool":"tank","name":"vol1","size":"64M"}'

@@ -11,7 +11,7 @@ T=$(mktemp -d /tmp/nasd-it-imm.XXXXXX)
 trap 'stop_nasd; rm -rf "$T"' EXIT
 PATTERN=${B:-build}/tools/iscsi_pattern
 start_nasd "$T"
-expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1\",\"members\":[
+expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1-inplace\",\"members\":[
   {\"path\":\"$T/d0.img\",\"size\":\"512M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"512M\",\"create\":true},
   {\"path\":\"$T/d2.img\",\"size\":\"512M\",\"create\":true}]}"
 expect 201 POST volumes '{"pool":"tank","name":"v0","size":"256M"}'

@@ -6,12 +6,13 @@
 # filesystem, and importing the pool's disks into a fresh database brings the
 # datasets back with their files.
 set -u
+LAYOUT=${LAYOUT:-raidz1-inplace}   # 21_pool_log.sh runs it on raidz1 (log-structured)
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/nasd-it-ds.XXXXXX)
 trap 'stop_nasd; rm -rf "$T"' EXIT
 mkdir -p "$T/a" "$T/b"
 start_nasd "$T/a"
-expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"raidz1\",\"members\":[
+expect 201 POST pools "{\"name\":\"tank\",\"layout\":\"$LAYOUT\",\"members\":[
   {\"path\":\"$T/d0.img\",\"size\":\"128M\",\"create\":true},{\"path\":\"$T/d1.img\",\"size\":\"128M\",\"create\":true},
   {\"path\":\"$T/d2.img\",\"size\":\"128M\",\"create\":true}]}"
 pool_alloc() { api GET pools/tank >/dev/null; jget "$BODY" .allocated; }

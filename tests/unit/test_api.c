@@ -95,6 +95,7 @@ START_TEST(pools)
     ck_assert_int_eq(make_pool("oldname", "raidz1-log", 3), 201);
     ck_assert_int_eq(call(&j, "GET", "pools/oldname", NULL), 200);
     ck_assert_str_eq(json_string_value(json_object_get(j, "layout")), "raidz1");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "size")), log_size);   /* the same layout */
     json_decref(j);
     ck_assert_int_eq(call(NULL, "DELETE", "pools/inplace", NULL), 204);
     ck_assert_int_eq(call(NULL, "DELETE", "pools/oldname", NULL), 204);

@@ -1,5 +1,5 @@
-/* Fuzz harness: vpool_import (storage/pool) of damaged or crafted member disks. A raidz1
- * pool of 3 small members is written (journaled and in-place writes, an unmap, a
+/* Fuzz harness: vpool_import (storage/pool) of damaged or crafted member disks. An in-place
+ * raidz1 pool of 3 small members is written (journaled and in-place writes, an unmap, a
  * snapshot and its copy-on-write) and its member files are kept as a crash image, taken
  * while the pool is open, after a flush, so that import replays journal batches. Each
  * input patches that image and imports it; the import must fail cleanly or give a pool

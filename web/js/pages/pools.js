@@ -84,7 +84,7 @@ function createForm(refresh, suggestImport) {
     while (list.children.length < MIN_MEMBERS[layout.value]) addMember();
   });
   const err = errorBox('pool-form-error');
-  const layoutField = field('Layout', layout, 'raidz1 needs 3+ disks, mirror 2+; raidz1 keeps about 6 % back for its cleaner and holds up to 16 TiB of data');
+  const layoutField = field('Layout', layout, 'raidz1 and raidz1-inplace need 3+ disks, mirror 2+; raidz1 keeps about 6 % back for its cleaner and holds up to 16 TiB of data');
   const membersBox = h('fieldset', { class: 'members full' }, h('legend', {}, 'Member disks (absolute paths to files or block devices)'),
     list, button('Add member disk', { id: 'pool-add-member', class: 'btn small', onclick: addMember }));
   const isCeph = () => backend.value === 'ceph';
