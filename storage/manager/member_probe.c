@@ -147,7 +147,7 @@ int member_probe(struct storage *st, const char *path, json_t *found)
         }
         add(found, path, "nasd_pool", "member %d of %d of the exported nasd pool \"%s\" (%s); import it with "
             "POST /api/v1/pools/%s/import instead", pk.member_idx, pk.nmembers, pk.name,
-            storage_layout_of(pk.layout, pk.log), pk.name);
+            vpool_layout_label(pk.layout, pk.log), pk.name);
         json_object_set_new(json_array_get(found, json_array_size(found) - 1), "import", json_string(pk.name));
         verdict = MEMBER_HAS_DATA;
     }

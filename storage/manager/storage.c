@@ -178,46 +178,19 @@ static struct pool *add_pool(struct storage *st, const char *name, struct vpool 
     return p;
 }
 
-/* Layout names. "raidz1" is the log-structured raidz1 (pool format 3: writes go to a log of
- * whole parity groups, so small writes and snapshots cost no read-modify-write); the older
- * design, rewritten in place, is "raidz1-inplace". "raidz1-log" is what "raidz1" was called
- * before (2026-12), still accepted. */
-struct layout_name { const char *name, *canonical; enum vpool_layout l; int log; };
-static const struct layout_name layouts[] = {
-    { "stripe", "stripe", VPOOL_STRIPE, 0 },
-    { "mirror", "mirror", VPOOL_MIRROR, 0 },
-    { "raidz1", "raidz1", VPOOL_RAIDZ1, 1 },
-    { "raidz1-inplace", "raidz1-inplace", VPOOL_RAIDZ1, 0 },
-    { "raidz1-log", "raidz1", VPOOL_RAIDZ1, 1 },
-};
-
-static const struct layout_name *find_layout(const char *layout)
-{
-    for (size_t i = 0; layout && i < sizeof layouts / sizeof *layouts; i++)
-        if (!strcmp(layout, layouts[i].name)) return &layouts[i];
-    return NULL;
-}
-
 const char *storage_layout_canonical(const char *layout)
 {
-    const struct layout_name *f = find_layout(layout);
-    return f ? f->canonical : NULL;
-}
-
-const char *storage_layout_of(enum vpool_layout l, int log)
-{
-    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++)
-        if (layouts[i].l == l && layouts[i].log == log) return layouts[i].canonical;
-    return vpool_layout_name(l);
+    const struct vpool_layout_spec *f = vpool_layout_find(layout);
+    return f ? f->name : NULL;
 }
 
 int storage_pool_create(struct storage *st, const char *name, const char *layout,
                         const struct storage_member *m, int n, char *err, size_t errlen)
 {
     if (find_pool(st, name)) { snprintf(err, errlen, "pool %s exists", name); return -EEXIST; }
-    const struct layout_name *f = find_layout(layout);
+    const struct vpool_layout_spec *f = vpool_layout_find(layout);
     if (!f) { snprintf(err, errlen, "%s", STORAGE_LAYOUT_HELP); return -EINVAL; }
-    enum vpool_layout l = f->l;
+    enum vpool_layout l = f->layout;
     int log = f->log;
     int need = l == VPOOL_STRIPE ? 1 : l == VPOOL_MIRROR ? 2 : 3;
     if (n < need || n > VPOOL_MAX_MEMBERS) {
@@ -299,7 +272,7 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
     if (rc) { members_unlock(fds, n); return rc; }
     struct vpool_status s;
     vpool_get_status(vp, &s);
-    *layout = storage_layout_of(s.layout, s.log);
+    *layout = vpool_layout_label(s.layout, s.log);
     const char *ordered[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < s.nmembers; i++) ordered[i] = s.members[i].path; /* label order, not argument order */
     if (!add_pool(st, name, vp, ordered, s.nmembers, paths, fds, n)) { vpool_close(vp); return -ENOMEM; }

@@ -95,6 +95,3 @@ int members_check_owner(const char *const *paths, int n, char *err, size_t errle
 void pool_owner_mark(struct pool *p, int state);
 void heartbeat_start(struct storage *st);
 void heartbeat_stop(struct storage *st);
-
-/* The API's name of a pool's layout from its engine layout and format (log: format 3). */
-const char *storage_layout_of(enum vpool_layout l, int log);

@@ -125,5 +125,11 @@ void vpool_wait_background(struct vpool *p);
 int  vpool_sync(struct vpool *p);
 
 const char *vpool_layout_name(enum vpool_layout l);
+/* The names pools are created with (REST, UI, tools): "raidz1" is the log-structured raidz1
+ * (format 3, vpool_opts.log), "raidz1-inplace" the in-place one. find: NULL if unknown,
+ * else the canonical entry ("raidz1-log", the old name of "raidz1", gives "raidz1"'s). */
+struct vpool_layout_spec { const char *name; enum vpool_layout layout; int log; };
+const struct vpool_layout_spec *vpool_layout_find(const char *name);
+const char *vpool_layout_label(enum vpool_layout l, int log);   /* the canonical name */
 const char *vpool_state_name(enum vpool_state s);
 const char *vpool_member_state_name(int s);

@@ -231,8 +231,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     if (rc) { pool_free(p); return rc; }
     if (o && o->direct) for (int i = 0; i < n; i++) vp_set_direct(p, i);
     vp_flusher_start(p);
-    log_info("vpool %s: created %s%s of %d members, %llu MiB usable", p->name, vpool_layout_name(layout),
-             vp_is_log(p) ? " (log-structured)" : "", n,
+    log_info("vpool %s: created %s of %d members, %llu MiB usable", p->name, vpool_layout_label(layout, vp_is_log(p)), n,
              (unsigned long long)(p->n_au * VP_AU_BYTES >> 20));
     *out = p;
     return 0;
@@ -332,7 +331,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     if (vp_pool_state(p) == VPOOL_FAULTED) {
         int have = __builtin_popcount(good);
         vp_set_err(err, errlen, "pool '%s' is FAULTED: only %d of %d %s members are present and current%s%s",
-                   p->name, have, p->n, vpool_layout_name(p->layout), *why ? " (" : "", *why ? why : "");
+                   p->name, have, p->n, vpool_layout_label(p->layout, vp_is_log(p)), *why ? " (" : "", *why ? why : "");
         if (*why) snprintf(err + strlen(err), errlen - strlen(err), ")");
         rc = -ENXIO;
         goto fail_p;
@@ -350,7 +349,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     rc = vp_checkpoint(p);
     pthread_mutex_unlock(&p->commit_lock);
     if (rc) { vp_set_err(err, errlen, "writing checkpoint: %s", strerror(-rc)); goto fail_p; }
-    log_info("vpool %s: imported (%s%s, %s)", p->name, vpool_layout_name(p->layout), vp_is_log(p) ? ", log-structured" : "",
+    log_info("vpool %s: imported (%s, %s)", p->name, vpool_layout_label(p->layout, vp_is_log(p)),
              vpool_state_name(vp_pool_state(p)));
     if (o && o->direct) for (int i = 0; i < p->n; i++) if (p->m[i].fd >= 0) vp_set_direct(p, i);
     if (stale) vp_bg_start(p, 2, stale);

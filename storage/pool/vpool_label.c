@@ -327,6 +327,27 @@ const char *vpool_layout_name(enum vpool_layout l)
 {
     return l == VPOOL_STRIPE ? "stripe" : l == VPOOL_MIRROR ? "mirror" : l == VPOOL_RAIDZ1 ? "raidz1" : "?";
 }
+
+static const struct vpool_layout_spec layout_specs[] = {
+    { "stripe", VPOOL_STRIPE, 0 }, { "mirror", VPOOL_MIRROR, 0 },
+    { "raidz1", VPOOL_RAIDZ1, 1 }, { "raidz1-inplace", VPOOL_RAIDZ1, 0 },
+};
+
+const struct vpool_layout_spec *vpool_layout_find(const char *name)
+{
+    if (name && !strcmp(name, "raidz1-log")) name = "raidz1";   /* its name until 2026-12 */
+    for (size_t i = 0; name && i < sizeof layout_specs / sizeof *layout_specs; i++)
+        if (!strcmp(name, layout_specs[i].name)) return &layout_specs[i];
+    return NULL;
+}
+
+const char *vpool_layout_label(enum vpool_layout l, int log)
+{
+    for (size_t i = 0; i < sizeof layout_specs / sizeof *layout_specs; i++)
+        if (layout_specs[i].layout == l && layout_specs[i].log == log) return layout_specs[i].name;
+    return vpool_layout_name(l);
+}
+
 const char *vpool_state_name(enum vpool_state s)
 {
     return s == VPOOL_ONLINE ? "ONLINE" : s == VPOOL_DEGRADED ? "DEGRADED" : "FAULTED";

@@ -128,15 +128,10 @@ static void *writer_thread(void *arg)
 static int cmd_create(char **a, int n)
 {
     if (n < 5) return 64;
-    /* the API's names: "raidz1" (old name "raidz1-log") is the log-structured raidz1 */
-    static const struct { const char *name; enum vpool_layout l; int log; } names[] = {
-        { "stripe", VPOOL_STRIPE, 0 }, { "mirror", VPOOL_MIRROR, 0 }, { "raidz1", VPOOL_RAIDZ1, 1 },
-        { "raidz1-log", VPOOL_RAIDZ1, 1 }, { "raidz1-inplace", VPOOL_RAIDZ1, 0 } };
-    int k = 0;
-    while (k < (int)(sizeof names / sizeof *names) && strcmp(a[1], names[k].name)) k++;
-    if (k == (int)(sizeof names / sizeof *names)) { fprintf(stderr, "unknown layout %s\n", a[1]); return 64; }
-    enum vpool_layout l = names[k].l;
-    struct vpool_opts o = { .log = names[k].log };
+    const struct vpool_layout_spec *spec = vpool_layout_find(a[1]);   /* the API's names */
+    if (!spec) { fprintf(stderr, "unknown layout %s\n", a[1]); return 64; }
+    enum vpool_layout l = spec->layout;
+    struct vpool_opts o = { .log = spec->log };
     struct vpool_member_spec ms[16];
     char paths[16][600];
     for (int i = 0; i < nmem; i++) {
