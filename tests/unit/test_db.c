@@ -45,12 +45,20 @@ START_TEST(migrations_and_pragmas)
 }
 END_TEST
 
+/* Reopens the database, which runs the migrations from the version it records. */
+static void reopen_migrated(void)
+{
+    char err[256];
+    db_close(&db);
+    ck_assert_msg(db_open(&db, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(db_schema_version(&db), db_latest_schema_version());
+}
+
 /* Migration 4 rebuilds the pools table (layout 'ceph'): rows of a version-3 database, and the
  * references of members and volumes to their pool, must come through. Migration 5 gives an
  * existing iSCSI export immediate_data 0. */
 START_TEST(pools_rebuild_keeps_rows)
 {
-    char err[256];
     ck_assert_int_eq(db_exec(&db, NULL, "DROP TABLE ceph_pools", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "ALTER TABLE iscsi_exports DROP COLUMN immediate_data", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO iscsi_exports(name, iqn, created) VALUES('t','iqn.x:t',1)", ""), 0);
@@ -58,9 +66,7 @@ START_TEST(pools_rebuild_keeps_rows)
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pools(id, name, layout, created) VALUES(7,'tank','mirror',1)", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO pool_members(pool_id, idx, path, size) VALUES(7,0,'/d0',1)", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(7,'v',1,1)", ""), 0);
-    db_close(&db);
-    ck_assert_msg(db_open(&db, path, err, sizeof err) == 0, "%s", err);
-    ck_assert_int_eq(db_schema_version(&db), db_latest_schema_version());
+    reopen_migrated();
     ck_assert_int_eq(db_int(&db, -1, "PRAGMA foreign_keys", ""), 1);
     ck_assert_int_eq(db_int(&db, -1, "SELECT immediate_data FROM iscsi_exports WHERE name='t'", ""), 0);
     ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools p JOIN pool_members m ON m.pool_id=p.id "
@@ -81,7 +87,6 @@ END_TEST
  * a "raidz1-log" pool becomes "raidz1"; the other layouts stay. */
 START_TEST(layout_names_migrated)
 {
-    char err[256];
     /* the version-6 pools table, whose CHECK still allows 'raidz1-log' */
     ck_assert_int_eq(db_exec(&db, NULL, "PRAGMA foreign_keys=OFF", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "CREATE TABLE pools_old(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
@@ -93,9 +98,7 @@ START_TEST(layout_names_migrated)
                              "(2,'log','raidz1-log',1),(3,'m','mirror',1)", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "INSERT INTO volumes(pool_id, name, size, created) VALUES(2,'v',1,1)", ""), 0);
     ck_assert_int_eq(db_exec(&db, NULL, "UPDATE schema_version SET version=6", ""), 0);
-    db_close(&db);
-    ck_assert_msg(db_open(&db, path, err, sizeof err) == 0, "%s", err);
-    ck_assert_int_eq(db_schema_version(&db), db_latest_schema_version());
+    reopen_migrated();
     ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools WHERE id=1 AND layout='raidz1-inplace'", ""), 1);
     ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools WHERE id=2 AND layout='raidz1'", ""), 1);
     ck_assert_int_eq(db_int(&db, -1, "SELECT count(*) FROM pools WHERE id=3 AND layout='mirror'", ""), 1);
