@@ -5,9 +5,6 @@
 # database), 26_member_fault.sh (a member truncated under the daemon, clear + resilver),
 # 43_dataset_engine.sh (datasets: space, lz4, kill -9, a damaged member, import).
 set -u
-D=$(dirname "$0")
-for t in 20_pool_engine 26_member_fault 43_dataset_engine; do
-    echo "== $t on raidz1 (log-structured)"
-    LAYOUT=raidz1 "$D/$t.sh" || { echo "FAIL: $t on raidz1 (log-structured)"; exit 1; }
-done
+. "$(dirname "$0")/lib.sh"
+run_on_layout raidz1 20_pool_engine 26_member_fault 43_dataset_engine
 echo "pool engine flows on raidz1 (log-structured): ok"

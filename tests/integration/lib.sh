@@ -28,6 +28,16 @@ fail() {
 }
 
 . "$(dirname "${BASH_SOURCE[0]}")/../ports.sh"
+
+# run_on_layout LAYOUT NAME...: runs the integration scripts NAME.sh (beside this file),
+# each of which takes its pool layout from LAYOUT, on that layout, one after the other
+run_on_layout() {
+  local layout=$1 t; shift
+  for t; do
+    echo "== $t on $layout"
+    LAYOUT=$layout "$(dirname "${BASH_SOURCE[0]}")/$t.sh" || fail "$t on $layout"
+  done
+}
 # A TCP port nobody listens on, from the tests' range (tests/ports.sh); ports given as
 # arguments (already picked by the caller) are never returned.
 free_port() {
