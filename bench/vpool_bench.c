@@ -421,14 +421,14 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
         printf("  %s ratio against raw read in turns with the pool: ", names[i]);
         for (int lg = 0; lg < 2; lg++)
             if (araw[lg].mbs[i] > 0) printf("%s%.1f MB/s (%.0f IOPS) with %s", lg && araw[0].mbs[i] > 0 ? ", " : "",
-                                            araw[lg].mbs[i], araw[lg].iops[i], lg ? "raidz1" : "raidz1-inplace");
+                                            araw[lg].mbs[i], araw[lg].iops[i], vpool_layout_label(VPOOL_RAIDZ1, lg));
         printf("\n");
     }
-    printf("raidz1-inplace pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(st.state),
-           (unsigned long long)st.repaired, (unsigned long long)st.unrepairable);
-    if (lcol)
-        printf("raidz1 pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_state_name(lst.state),
-               (unsigned long long)lst.repaired, (unsigned long long)lst.unrepairable);
+    for (int lg = log_rows == 2; lg < 1 + lcol; lg++) {
+        const struct vpool_status *s = lg ? &lst : &st;
+        printf("%s pool state %s, checksum errors repaired %llu, unrepairable %llu\n", vpool_layout_label(VPOOL_RAIDZ1, lg),
+               vpool_state_name(s->state), (unsigned long long)s->repaired, (unsigned long long)s->unrepairable);
+    }
     test_mask = saved_mask;
     return 0;
 }
@@ -456,7 +456,7 @@ static int snap_cost_of(int log, int direct)
     struct vpool *p = pool_open("sbench", paths, member_mb << 20, &o, VPOOL_VOL_THIN);
     if (!p) return 1;
     printf("vpool_snap_bench: %s of 4 files of %llu MiB in %s%s, volume %llu MiB, %d threads, %.0fs per test\n",
-           log ? "raidz1" : "raidz1-inplace", (unsigned long long)member_mb, dir, direct ? " (O_DIRECT)" : "",
+           vpool_layout_label(VPOOL_RAIDZ1, log), (unsigned long long)member_mb, dir, direct ? " (O_DIRECT)" : "",
            (unsigned long long)workset_mb, nthreads, secs);
     struct result fill;
     test_mask = 0;
