@@ -366,7 +366,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     unsigned saved_mask = test_mask;
     if (snaps) test_mask &= 0xf;
     struct result lpool = {0}, araw[2] = {{{0}}};
-    struct vpool_status st, lst = {0};
+    struct vpool_status st = {0}, lst = {0};
     for (int lg = log_rows == 2; lg < 1 + (log_rows != 0); lg++) {
         prewrite(paths, pmsize, direct);
         struct vpool_opts o = { .direct = direct, .log = lg, .dirty_bytes = (direct ? direct_dirty_mb : dirty_mb) << 20 };
@@ -395,7 +395,8 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     char wbs[64];
     if (wb) snprintf(wbs, sizeof wbs, "%llu MiB", (unsigned long long)wb);
     else snprintf(wbs, sizeof wbs, "default: flusher from %.1f GiB, writers wait at %.1f GiB",
-                  (double)st.dirty_soft / (1u << 30), (double)st.dirty_max / (1u << 30));
+                  (double)(log_rows == 2 ? lst : st).dirty_soft / (1u << 30),
+                  (double)(log_rows == 2 ? lst : st).dirty_max / (1u << 30));   /* a pool that ran */
 
     if (snaps) printf("%s, %d snapshot%s of the filled volume present (members %llu MiB), pool write-back %s:\n",
                       direct ? "O_DIRECT members" : "page cache", snaps, snaps > 1 ? "s" : "",
