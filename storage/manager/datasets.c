@@ -208,7 +208,9 @@ struct nasd_fsroot *storage_dataset_open(struct storage *st, const char *pool, c
     struct open_dataset *d = p->datasets;
     while (d && strcmp(d->name, name)) d = d->next;
     struct nasd_fsroot *f = NULL;
-    if (d) {
+    if (d && d->closing) {
+        *errp = -EAGAIN;   /* its blocks are about to change: a new holder would outlive that */
+    } else if (d) {
         f = d->fs;
         atomic_store(&f->quota, quota);
     } else if ((d = calloc(1, sizeof *d)) == NULL) {

@@ -79,8 +79,12 @@ int storage_snap_create(struct storage *st, const char *pool, const char *obj, i
         struct pool *p = pool_hold(st, &r, pool);
         pthread_mutex_lock(&st->lock);
         for (struct open_dataset *d = p ? p->datasets : NULL; d; d = d->next)
-            if (!strcmp(d->name, obj)) fs = nasd_fsroot_get(d->fs);
+            if (!strcmp(d->name, obj)) { if (d->closing) rc = -EBUSY; else fs = nasd_fsroot_get(d->fs); }
         pthread_mutex_unlock(&st->lock);
+        if (rc) {
+            snprintf(err, errlen, "snapshot %s/%s@%s: the dataset is being rolled back or received; try again", pool, obj, snap);
+            return rc;
+        }
     }
     if (cp) {   /* the dataset's filesystem held at a commit point, as for engine pools */
         rc = fs ? nasd_ext2_commit_hold(fs, do_ceph_snap, &ca) : do_ceph_snap(&ca);
@@ -165,20 +169,36 @@ json_t *storage_snap_get(struct storage *st, const char *pool, const char *obj, 
 }
 
 /* Closes the shared filesystem object of a dataset whose blocks are about to change
- * underneath (rollback, receive): its RAM state would not match them any more. */
-static void forget_dataset(struct storage *st, const char *pool, const char *obj)
+ * underneath (rollback, receive): its RAM state would not match them any more. NFS calls
+ * that began before the caller removed the exports, and self-tests, still hold it: this
+ * waits for them (no new holder meanwhile), so that its last commit comes before the
+ * change and nothing of it writes after. -EBUSY if one still holds it after
+ * DS_RELEASE_MS (the object stays open). */
+#define DS_RELEASE_MS 5000
+static int close_dataset(struct storage *st, struct pool_ref *r, const char *pool, const char *obj,
+                         char *err, size_t errlen)
 {
-    struct pool *p = find_pool(st, pool);
+    struct pool *p = pool_hold(st, r, pool);
+    struct nasd_fsroot *f = NULL;
     pthread_mutex_lock(&st->lock);
-    for (struct open_dataset **pp = p ? &p->datasets : NULL; pp && *pp; pp = &(*pp)->next) {
-        if (strcmp((*pp)->name, obj)) continue;
+    for (struct open_dataset *d = p ? p->datasets : NULL; d && !f; d = d->next)
+        if (!strcmp(d->name, obj) && !d->closing) { d->closing = 1; f = nasd_fsroot_get(d->fs); }
+    pthread_mutex_unlock(&st->lock);
+    if (!f) return 0;   /* not open (or another close runs: the pool operation serialises) */
+    for (int ms = 0; atomic_load(&f->refs) > 2 && ms < DS_RELEASE_MS; ms++) usleep(1000);
+    int rc = -EBUSY;
+    pthread_mutex_lock(&st->lock);   /* refs only fall while closing: 2 = the storage's and ours */
+    for (struct open_dataset **pp = &p->datasets; *pp; pp = &(*pp)->next) {
         struct open_dataset *d = *pp;
-        *pp = d->next;
-        nasd_fsroot_put(d->fs);
-        free(d);
+        if (d->fs != f) continue;
+        if (atomic_load(&f->refs) == 2) { *pp = d->next; nasd_fsroot_put(f); free(d); rc = 0; }
+        else d->closing = 0;
         break;
     }
     pthread_mutex_unlock(&st->lock);
+    nasd_fsroot_put(f);   /* the last reference when rc is 0: the filesystem commits and closes here */
+    if (rc) snprintf(err, errlen, "dataset %s/%s is busy: NFS calls or a self-test still use it; try again", pool, obj);
+    return rc;
 }
 
 int storage_snap_rollback(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
@@ -191,12 +211,12 @@ int storage_snap_rollback(struct storage *st, const char *pool, const char *obj,
     struct ceph_pool *cp = rbd_pool(st, &r, pool, obj, is_ds, vol, &is_ceph, &rc, err, errlen);
     if (is_ceph) {
         if (!cp) return rc;
-        if (is_ds) forget_dataset(st, pool, obj);   /* also lets go of the image's lock */
+        if (is_ds && (rc = close_dataset(st, &r, pool, obj, err, errlen)) != 0) return rc;   /* also lets go of the image's lock */
         return ceph_snap_rollback(cp, vol, snap, err, errlen);
     }
     rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen);
     if (rc) return rc;
-    if (is_ds) forget_dataset(st, pool, obj);
+    if (is_ds && (rc = close_dataset(st, &r, pool, obj, err, errlen)) != 0) return rc;
     rc = vpool_snap_rollback(vp, vol, snap);
     return rc ? msg(rc, err, errlen, pool, obj, snap, "rollback") : 0;
 }
@@ -263,7 +283,7 @@ int storage_snap_receive(struct storage *st, const char *pool, const char *obj, 
     struct vpool *vp;
     char vol[64];
     int rc = prep(st, &r, pool, obj, is_ds, &vp, vol, err, errlen);
-    if (!rc && is_ds) forget_dataset(st, pool, obj);
+    if (!rc && is_ds) rc = close_dataset(st, &r, pool, obj, err, errlen);
     if (rc) return rc;
     /* a volume as POST /volumes makes one: reserved thickly; a dataset thin, within
      * STORAGE_RECV_DATASET_FACTOR times the pool (the engine's map takes 4 bytes per MiB) */
@@ -308,6 +328,17 @@ struct nasd_fsroot *storage_snap_open_dataset(struct storage *st, const char *po
     snprintf(full, sizeof full, "%s/%s@%s", pool, ds, snap);
     struct nasd_fsroot *f = nasd_fsroot_open_ext2(ov, full, fsid, 0, errp);
     nasd_bdev_put(ov);
+    /* the snapshot's guid in the path, which NFS handle generations hash: a handle from a
+     * deleted snapshot stays stale under a new one of the same name and export id */
+    json_t *info = f ? storage_snap_get(st, pool, ds, 1, snap, errp) : NULL;
+    const char *guid = json_string_value(json_object_get(info, "guid"));
+    if (f && !guid) {
+        nasd_fsroot_put(f);
+        f = NULL;
+        if (!*errp) *errp = -ENOENT;
+    } else if (f)
+        snprintf(f->path, sizeof f->path, "engine:%s#%s", full, guid);
+    json_decref(info);
     return f;
 }
 

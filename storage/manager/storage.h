@@ -85,8 +85,9 @@ void storage_dataset_path(struct storage *st, const char *pool, const char *name
 
 /* Snapshots (storage/manager/snapshots.c) of a volume (is_ds 0) or a dataset (is_ds 1).
  * Errors: -errno with a message in err. A dataset snapshot is taken at a filesystem
- * commit point; rolling a dataset back closes its open filesystem (callers unexport
- * it first). Lists: [{name, created, size, used, referenced, clones, guid}]. */
+ * commit point; rolling a dataset back (or receiving into it) closes its open filesystem
+ * once every holder let go (callers unexport it first), -EBUSY if one still holds it
+ * after 5 s; meanwhile opening it gives -EAGAIN. Lists: [{name, created, size, used, referenced, clones, guid}]. */
 int storage_snap_create(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,
                         char *err, size_t errlen);
 int storage_snap_destroy(struct storage *st, const char *pool, const char *obj, int is_ds, const char *snap,

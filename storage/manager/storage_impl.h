@@ -13,6 +13,7 @@
 struct open_dataset {
     char name[64];
     struct nasd_fsroot *fs;     /* the storage's reference */
+    int closing;                /* a rollback or receive waits for its other holders: no new ones */
     struct open_dataset *next;
 };
 
