@@ -5,6 +5,7 @@
 #include "api/validate.h"
 #include "nasd/appliance/snap_tasks.h"
 #include "util/log.h"
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,10 +172,27 @@ static void rt_get(struct api_call *c, struct api_reply *r)
     if (id >= 0) api_ok(r, 200, fix_bools(db_row(&c->app->db, "SELECT * FROM replication_tasks WHERE id=?", "i", id)));
 }
 
+/* Both go into the request lines to the target: printable ASCII only, or one could add
+ * headers of its own (CR LF) */
+static bool printable(const char *s)
+{
+    for (; *s; s++) if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f) return false;
+    return true;
+}
+
 static int check_url(const char *u, struct api_reply *r)
 {
-    if (strncmp(u, "http://", 7) || strlen(u) > 400 || strlen(u) < 8 || strpbrk(u, " \r\n\"?#")) {
+    if (strncmp(u, "http://", 7) || strlen(u) > 400 || strlen(u) < 8 || strpbrk(u, "\"?#") || !printable(u)) {
         api_error(r, 400, "invalid_field", "target_url must be http://host:port of the other nasd");
+        return -1;
+    }
+    return 0;
+}
+
+static int check_token(const char *t, struct api_reply *r)
+{
+    if (strlen(t) > 200 || !printable(t)) {
+        api_error(r, 400, "invalid_field", "target_token must be up to 200 printable ASCII characters");
         return -1;
     }
     return 0;
@@ -192,10 +210,9 @@ static void rt_create(struct api_call *c, struct api_reply *r)
         api_get_str(c, r, "target_url", 1, &url) || api_get_str(c, r, "target_token", 0, &token) ||
         api_get_name(c, r, "target_pool", 1, &tpool) || api_get_name(c, r, "target_name", 0, &tname) ||
         get_every(c, r, &every) || api_get_int(c, r, "keep", 1, 1000, &keep) || api_get_bool(c, r, "enabled", &enabled) ||
-        check_url(url, r))
+        check_url(url, r) || check_token(token, r))
         return;
     if (!every) { api_error(r, 400, "missing_field", "\"every\" is required"); return; }
-    if (strlen(token) > 200 || strpbrk(token, "\r\n")) { api_error(r, 400, "invalid_field", "target_token is malformed"); return; }
     int64_t id;
     if (db_exec(&c->app->db, &id, "INSERT INTO replication_tasks(kind, pool, name, target_url, target_token, target_pool, "
                 "target_name, interval_s, keep, enabled, created) VALUES(?,?,?,?,?,?,?,?,?,?,?)", "sssssssiiii", kind, pool,
@@ -218,7 +235,8 @@ static void rt_patch(struct api_call *c, struct api_reply *r)
     int enabled = (int)json_integer_value(json_object_get(cur, "enabled"));
     const char *url = NULL, *token = NULL;
     if (get_every(c, r, &every) || api_get_int(c, r, "keep", 1, 1000, &keep) || api_get_bool(c, r, "enabled", &enabled) ||
-        api_get_str(c, r, "target_url", 0, &url) || api_get_str(c, r, "target_token", 0, &token) || (url && check_url(url, r))) {
+        api_get_str(c, r, "target_url", 0, &url) || api_get_str(c, r, "target_token", 0, &token) || (url && check_url(url, r)) ||
+        (token && check_token(token, r))) {
         json_decref(cur);
         return;
     }

@@ -6,6 +6,7 @@
 #include "nasd/appliance/snap_tasks.h"
 #include "util/http_client.h"
 #include "util/log.h"
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -49,6 +50,23 @@ static bool listed(json_t *list, const char *snap)
     return false;
 }
 
+/* Whether snap is a name take() gives: "<prefix>-YYYYmmdd-HHMMSS", maybe "-<n>" after it.
+ * Retention deletes only those: never a snapshot an admin named "<prefix>-keep", nor
+ * another task's whose prefix starts with this one ("repl1" vs "repl12"). */
+static bool taken_by(const char *snap, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(snap, prefix, pl) || snap[pl] != '-') return false;
+    const char *t = snap + pl + 1;   /* 8 digits, '-', 6 digits */
+    for (int i = 0; i < 15; i++)
+        if (i == 8 ? t[i] != '-' : !isdigit((unsigned char)t[i])) return false;
+    t += 15;
+    if (!*t) return true;
+    if (*t != '-' || !isdigit((unsigned char)t[1])) return false;
+    for (t++; isdigit((unsigned char)*t); t++) {}
+    return !*t;
+}
+
 /* Takes prefix-<time> on the object, with a numbered suffix if that name exists here
  * or in avoid (the target's snapshots: a name pruned here may still live there). */
 static int take(struct storage *st, int is_ds, const char *pool, const char *name, const char *prefix,
@@ -64,18 +82,18 @@ static int take(struct storage *st, int is_ds, const char *pool, const char *nam
     return rc;
 }
 
-/* Deletes the oldest snapshots named "<prefix>-..." beyond keep; skips busy ones. */
+/* Deletes the oldest snapshots the task took beyond keep; skips busy ones. */
 static void prune(struct storage *st, int is_ds, const char *pool, const char *name, const char *prefix, int64_t keep)
 {
     int e = 0;
     json_t *list = storage_snap_list(st, pool, name, is_ds, &e);
-    size_t n = 0, i, pl = strlen(prefix);
+    size_t n = 0, i;
     json_t *v;
-    json_array_foreach(list, i, v) if (!strncmp(js(v, "name"), prefix, pl) && js(v, "name")[pl] == '-') n++;
+    json_array_foreach(list, i, v) n += taken_by(js(v, "name"), prefix);
     json_array_foreach(list, i, v) {   /* oldest first */
         const char *s = js(v, "name");
         if ((int64_t)n <= keep) break;
-        if (strncmp(s, prefix, pl) || s[pl] != '-') continue;
+        if (!taken_by(s, prefix)) continue;
         char err[256];
         if (storage_snap_destroy(st, pool, name, is_ds, s, err, sizeof err) == 0) n--;
         else log_info("snapshot task: keeping %s: %s", s, err);
@@ -119,12 +137,12 @@ static json_t *target_list(json_t *task, const char *base_url)
 static void prune_target(json_t *task, const char *base_url, const char *prefix, int64_t keep)
 {
     json_t *list = target_list(task, base_url);
-    size_t n = 0, i, pl = strlen(prefix);
+    size_t n = 0, i;
     json_t *v;
-    json_array_foreach(list, i, v) if (!strncmp(js(v, "name"), prefix, pl)) n++;
+    json_array_foreach(list, i, v) n += taken_by(js(v, "name"), prefix);
     json_array_foreach(list, i, v) {
         if ((int64_t)n <= keep) break;
-        if (strncmp(js(v, "name"), prefix, pl)) continue;
+        if (!taken_by(js(v, "name"), prefix)) continue;
         char url[1024];
         snprintf(url, sizeof url, "%s/%s", base_url, js(v, "name"));
         if (nasd_http_request("DELETE", url, js(task, "target_token"), NULL, -1, 0, NULL, 0, 30) == 204) n--;

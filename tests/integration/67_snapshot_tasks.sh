@@ -33,9 +33,12 @@ $PAT write "$URL" 1 16 >/dev/null || fail "write A"
 # snapshot task: runs at once, then on demand; keeps 2
 expect 400 POST snapshot-tasks '{"volume":"src/v","every":"5x","keep":2}'
 expect 404 POST snapshot-tasks '{"volume":"src/nope","every":"1h","keep":2}'
+# an admin's snapshots that start with the prefix are not the task's: retention keeps them
+expect 201 POST volumes/src/v/snapshots '{"name":"hourly-keepme"}'
+expect 201 POST volumes/src/v/snapshots '{"name":"hourly-20200101-000000-x"}'
 expect 201 POST snapshot-tasks '{"volume":"src/v","every":"1h","keep":2,"prefix":"hourly"}'
 TID=$(jget "$BODY" .id)
-nsnaps() { api GET volumes/src/v/snapshots | jq "[.[] | select(.name | startswith(\"$1-\"))] | length"; }
+nsnaps() { api GET volumes/src/v/snapshots | jq "[.[] | select(.name | test(\"^$1-[0-9]{8}-[0-9]{6}(-[0-9]+)?\$\"))] | length"; }
 wait_for() { for _ in $(seq 100); do eval "$1" && return 0; sleep 0.1; done; fail "timed out: $1"; }
 wait_for '[ "$(nsnaps hourly)" = 1 ]'
 for n in 2 3 4; do
@@ -44,6 +47,9 @@ for n in 2 3 4; do
   wait_for '[ "$(api GET snapshot-tasks/$TID | jq -r .last_run)" != 0 ]'
 done
 [ "$(nsnaps hourly)" = 2 ] || fail "retention: $(api GET volumes/src/v/snapshots)"
+for s in hourly-keepme hourly-20200101-000000-x; do
+  expect 200 GET volumes/src/v/snapshots/$s
+done
 expect 200 PATCH snapshot-tasks/$TID '{"enabled":false}'
 
 # replication to B
@@ -52,6 +58,11 @@ expect 201 POST replication-tasks "{\"volume\":\"src/v\",\"target_url\":\"http:/
   \"target_pool\":\"dst\",\"target_name\":\"copy\",\"every\":\"1h\",\"keep\":2}"
 RID=$(jget "$BODY" .id)
 [ "$(jget "$BODY" .target_token_set)" = true ] && [ "$(jget "$BODY" .target_token)" = null ] || fail "token shown: $BODY"
+# token and URL go into the request to the target: no line breaks or control characters
+expect 400 PATCH replication-tasks/$RID '{"target_token":"abc\r\nX-Injected: yes"}'
+expect 400 PATCH replication-tasks/$RID '{"target_url":"http://127.0.0.1:1\t/x"}'
+expect 400 POST replication-tasks '{"volume":"src/v","target_url":"http://x:1","target_token":"a\u0001","target_pool":"dst","every":"1h"}'
+expect 200 PATCH replication-tasks/$RID "{\"target_token\":\"$TOK\"}"
 replicated() { api GET replication-tasks/$RID | jq -r '.last_snapshot // empty'; }
 wait_for '[ -n "$(replicated)" ]'
 [ "$(api GET replication-tasks/$RID | jq -r '.last_error // empty')" = "" ] || fail "replication: $BODY"
