@@ -6,11 +6,13 @@
 #include "util/log.h"
 #include "util/net.h"
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@ struct http_server {
 #define HTTP_MAX_CONNS 256
 #define HTTP_MAX_CONNS_PER_IP 32
 #define HTTP_IDLE_TIMEOUT_S 30
+#define HTTP_MAX_API_PATH 1000   /* handlers split paths in 1 KiB buffers */
 
 struct req {
     char *body;
@@ -142,9 +145,40 @@ static int serve_static(struct http_server *h, struct MHD_Connection *conn, cons
     return rc;
 }
 
+/* %HH in the URL and its arguments, except where the byte would be a control character
+ * or '/': "%00" decoded cut a name short in the C string (DELETE .../s1%00x removed s1),
+ * and "%2F" would split a name in two. Those stay as written, and a '%' in an API path
+ * is refused below (no name holds one). */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls; (void)conn;
+    char *w = s;
+    for (const char *r = s; *r;) {
+        unsigned v;
+        if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2]) &&
+            sscanf(r + 1, "%2x", &v) == 1 && v >= 0x20 && v != 0x7f && v != '/') {
+            *w++ = (char)v;
+            r += 3;
+        } else *w++ = *r++;
+    }
+    *w = 0;
+    return (size_t)(w - s);
+}
+
+/* API paths name pools, volumes, snapshots...: printable ASCII without '%' */
+static bool api_path_ok(const char *p)
+{
+    for (; *p; p++) if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f || *p == '%') return false;
+    return true;
+}
+
 static int handle_api(struct http_server *h, struct MHD_Connection *conn, const char *method,
                       const char *path, struct req *rq)
 {
+    if (strlen(path) > HTTP_MAX_API_PATH) return queue_error(conn, 414, "uri_too_long", "the URL path is too long");
+    if (!api_path_ok(path))
+        return queue_error(conn, 400, "bad_path", "the URL path holds characters no name can have "
+                           "(control characters, %00, %2F, non-ASCII)");
     /* HEAD is GET without the body (libmicrohttpd drops it) */
     struct api_call c = { .app = h->app, .method = strcmp(method, "HEAD") ? method : "GET", .query = query_arg,
                           .conn = conn, .upload_fd = rq->fd };
@@ -393,7 +427,8 @@ struct http_server *http_start(struct appliance *a, char *err, size_t errlen)
                             MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, h->guard,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS_PER_IP,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
+                            MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
     if (!h->d) {
         snprintf(err, errlen, "cannot listen on %s: %s", a->cfg.listen, strerror(errno));
         http_guard_stop(h->guard);

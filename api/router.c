@@ -33,6 +33,10 @@ void api_error(struct api_reply *r, int status, const char *code, const char *fm
     json_decref(r->json);
     r->status = status;
     r->json = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+    if (!r->json) {   /* not UTF-8 (a name from a query argument): the message without those bytes */
+        for (char *p = msg; *p; p++) if ((unsigned char)*p >= 0x80) *p = '?';
+        r->json = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+    }
 }
 
 void api_errno(struct api_reply *r, int e, const char *msg)

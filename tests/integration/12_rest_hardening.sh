@@ -46,6 +46,14 @@ for u in "$H/" "$API/system" "$API/nothing"; do
     grep -qi '^X-Content-Type-Options: nosniff' <<<"$h" || fail "$u without nosniff"
 done
 
+echo "== paths no name can have"
+for p in 'pools/tank%00x' 'pools/a%2Fb' 'pools/%ff' 'pools/a%0Ab' 'pools/a%25b'; do
+    [ "$(code "$API/$p")" = 400 ] || fail "$p not refused"
+done
+grep -q '"bad_path"' <<<"$(curl -s "$API/pools/%ff")" || fail "no JSON error for a non-ASCII path"
+[ "$(code "$API/pools/$(printf 'a%.0s' $(seq 1100))")" = 414 ] || fail "long path not refused"
+[ "$(code "$API/pools/a%2Db")" = 404 ] || fail "an escaped '-' is not decoded"
+
 echo "== descriptor limit"
 soft=$(awk '/Max open files/ {print $4}' /proc/$NASD_PID/limits)
 hard=$(awk '/Max open files/ {print $5}' /proc/$NASD_PID/limits)

@@ -26,6 +26,13 @@ expect 201 POST volumes/tank/v1/snapshots '{"name":"s1"}'
 expect 409 POST volumes/tank/v1/snapshots '{"name":"s1"}'
 expect 400 POST volumes/tank/v1/snapshots '{"name":"../x"}'
 expect 404 POST volumes/tank/nope/snapshots '{"name":"s"}'
+# an escaped NUL or slash in the path names no snapshot: it must not reach s1
+expect 400 DELETE 'volumes/tank/v1/snapshots/s1%00xyz'
+expect 400 GET 'volumes/tank/v1/snapshots/s1%2Fsend'
+expect 404 GET 'volumes/tank/v1/snapshots/s1/send?from=s1%00zz'
+expect 404 GET 'volumes/tank/v1/snapshots/s1/send?from=%ff'
+[ "$(jget "$BODY" .error.code)" = not_found ] || fail "error without a JSON body: $BODY"
+expect 200 GET volumes/tank/v1/snapshots/s1
 [ "$(alloc)" = "$a0" ] || fail "snapshot copied data: $a0 -> $(alloc)"
 $PAT write "$URL" 2 16 >/dev/null || fail "write B"
 $PAT verify "$URL" 2 16 >/dev/null || fail "volume is not B"
