@@ -119,6 +119,19 @@ static void rollback(struct api_call *c, struct target *t, struct api_reply *r)
                   "(remove the export, or pass \"force\": true)", t->pool, t->name);
         return;
     }
+    /* what the rollback would refuse, refused before the exports stop (clients keep them) */
+    int e = 0;
+    json_t *list = storage_snap_list(a->storage, t->pool, t->name, t->is_ds, &e);
+    size_t n = json_array_size(list);
+    const char *newest = n ? json_string_value(json_object_get(json_array_get(list, n - 1), "name")) : NULL;
+    int known = 0;
+    for (size_t k = 0; k < n; k++) known |= !strcmp(json_string_value(json_object_get(json_array_get(list, k), "name")), t->snap);
+    if (!known) api_error(r, 404, "not_found", "snapshot %s/%s@%s not found", t->pool, t->name, t->snap);
+    else if (strcmp(newest, t->snap))
+        api_error(r, 409, "newer_snapshots", "rollback %s/%s@%s: newer snapshots exist (%s is the newest); delete them first",
+                  t->pool, t->name, t->snap, newest);
+    json_decref(list);
+    if (!known || r->status) return;
     json_t *ex = t->is_ds ? nfs_exports_of(a, t) : NULL;
     size_t i;
     json_t *v;

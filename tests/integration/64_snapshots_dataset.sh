@@ -48,6 +48,14 @@ nfs-cat "$L/c$ARGS" >/dev/null 2>&1 && fail "clone write visible in the origin"
 
 # rollback: refused while exported, forced drops b
 expect 409 POST datasets/tank/ds/snapshots/s1/rollback '{}'
+# a forced rollback that will be refused leaves the exports alone (clients keep writing)
+applied=$(grep -c "nfs: export" "$NASD_LOG")
+expect 404 POST datasets/tank/ds/snapshots/nope/rollback '{"force":true}'
+expect 201 POST datasets/tank/ds/snapshots '{"name":"s1b"}'
+expect 409 POST datasets/tank/ds/snapshots/s1/rollback '{"force":true}'
+[ "$(jget "$BODY" .error.code)" = newer_snapshots ] || fail "refused rollback: $BODY"
+expect 204 DELETE datasets/tank/ds/snapshots/s1b
+[ "$(grep -c "nfs: export" "$NASD_LOG")" = "$applied" ] || fail "a refused rollback stopped the exports"
 expect 200 POST datasets/tank/ds/snapshots/s1/rollback '{"force":true}'
 nfs-cat "$L/b$ARGS" >/dev/null 2>&1 && fail "b survived the rollback"
 [ "$(nfs-cat "$L/a$ARGS" | sum)" = "$(sum < "$T/A")" ] || fail "a after rollback"
