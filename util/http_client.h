@@ -1,11 +1,14 @@
 #pragma once
 /* A minimal blocking HTTP/1.1 client for appliance-to-appliance calls (replication):
  * plain http://host:port only, one request per connection, body from a file. */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* method, url ("http://host:port/path?query"), optional bearer token, content type and
  * a body of body_len bytes read from body_fd (-1: none). Returns the HTTP status (>0)
- * or -errno; the response body (NUL-terminated, at most resp_max-1 bytes) goes to resp. */
+ * or -errno; the response body (NUL-terminated, at most resp_max-1 bytes) goes to resp.
+ * timeout_s bounds connecting and sending without progress, and the whole response
+ * (-ETIMEDOUT); a nonzero *cancel (may be NULL) ends the request (-ECANCELED). */
 int nasd_http_request(const char *method, const char *url, const char *token, const char *ctype, int body_fd,
-                      uint64_t body_len, char *resp, size_t resp_max, int timeout_s);
+                      uint64_t body_len, char *resp, size_t resp_max, int timeout_s, const atomic_int *cancel);

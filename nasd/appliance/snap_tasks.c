@@ -24,6 +24,7 @@ struct snap_tasks {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop, kick;
+    atomic_int cancel;   /* stop: requests to a replication target end now */
 };
 
 static const char *js(json_t *o, const char *k)
@@ -123,20 +124,20 @@ static int tmp_fd(struct appliance *a)
 }
 
 /* The target's snapshots of the copy, oldest first; NULL if it cannot be listed. */
-static json_t *target_list(json_t *task, const char *base_url)
+static json_t *target_list(json_t *task, const char *base_url, const atomic_int *cancel)
 {
     char *resp = malloc(65536);
     if (!resp) return NULL;
-    int st = nasd_http_request("GET", base_url, js(task, "target_token"), NULL, -1, 0, resp, 65536, 30);
+    int st = nasd_http_request("GET", base_url, js(task, "target_token"), NULL, -1, 0, resp, 65536, 30, cancel);
     json_t *list = st == 200 ? json_loads(resp, 0, NULL) : NULL;
     free(resp);
     return json_is_array(list) ? list : (json_decref(list), NULL);
 }
 
 /* Keeps the newest keep snapshots "repl<id>-..." on the target. */
-static void prune_target(json_t *task, const char *base_url, const char *prefix, int64_t keep)
+static void prune_target(json_t *task, const char *base_url, const char *prefix, int64_t keep, const atomic_int *cancel)
 {
-    json_t *list = target_list(task, base_url);
+    json_t *list = target_list(task, base_url, cancel);
     size_t n = 0, i;
     json_t *v;
     json_array_foreach(list, i, v) n += taken_by(js(v, "name"), prefix);
@@ -145,7 +146,7 @@ static void prune_target(json_t *task, const char *base_url, const char *prefix,
         if (!taken_by(js(v, "name"), prefix)) continue;
         char url[1024];
         snprintf(url, sizeof url, "%s/%s", base_url, js(v, "name"));
-        if (nasd_http_request("DELETE", url, js(task, "target_token"), NULL, -1, 0, NULL, 0, 30) == 204) n--;
+        if (nasd_http_request("DELETE", url, js(task, "target_token"), NULL, -1, 0, NULL, 0, 30, cancel) == 204) n--;
     }
     json_decref(list);
 }
@@ -168,7 +169,7 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
     int e = 0;
     json_t *have = *last ? storage_snap_get(st, pool, name, is_ds, last, &e) : NULL;
     const char *from = have ? last : NULL;
-    json_t *there = target_list(task, base_url);
+    json_t *there = target_list(task, base_url, &t->cancel);
     int rc = take(st, is_ds, pool, name, prefix, there, snap, sizeof snap, err, sizeof err);
     json_decref(there);
     bool made = !rc;
@@ -180,7 +181,7 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
     if (!rc) {
         char resp[1024];
         int status = nasd_http_request("POST", url, js(task, "target_token"), "application/octet-stream", fd,
-                                       (uint64_t)sb.st_size, resp, sizeof resp, 300);
+                                       (uint64_t)sb.st_size, resp, sizeof resp, 300, &t->cancel);
         if (status != 201) {
             rc = status < 0 ? status : -EIO;
             snprintf(err, sizeof err, "target %s: %s%s", url, status < 0 ? strerror(-status) : "", status < 0 ? "" : resp);
@@ -189,7 +190,7 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
     if (fd >= 0) close(fd);
     if (!rc) {   /* snap is the base from now on: older replicated snapshots here can go */
         prune(st, is_ds, pool, name, prefix, 1);
-        prune_target(task, base_url, prefix, json_integer_value(json_object_get(task, "keep")));
+        prune_target(task, base_url, prefix, json_integer_value(json_object_get(task, "keep")), &t->cancel);
         log_info("replication task %lld: %s/%s@%s sent to %s (%s)", (long long)id, pool, name, snap, url,
                  from ? "incremental" : "full");
     } else {
@@ -266,6 +267,7 @@ void snap_tasks_stop(struct snap_tasks *t)
     if (!t) return;
     pthread_mutex_lock(&t->mu);
     t->stop = true;
+    atomic_store(&t->cancel, 1);
     pthread_cond_signal(&t->cv);
     pthread_mutex_unlock(&t->mu);
     pthread_join(t->th, NULL);

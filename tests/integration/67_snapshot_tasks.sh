@@ -7,7 +7,8 @@ set -u
 T=$(mktemp -d /tmp/nasd-it-tasks.XXXXXX)
 PAT=$ROOT/build/tools/iscsi_pattern
 mkdir -p "$T/a" "$T/b"
-trap 'stop_nasd; kill $PID_B 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+DRIP_PID=
+trap 'stop_nasd; kill $PID_B $DRIP_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 IQN=iqn.2026-12.io.nasd
 
 TOK=$("$NASD" --db "$T/b/nasd.db" --create-token repl) || fail "--create-token"
@@ -94,4 +95,27 @@ apib GET volumes/dst/copy/snapshots
 [ "$(api GET volumes/src/v/snapshots | jq '[.[] | select(.name | startswith("repl"))] | length')" = 1 ] ||
   fail "the source keeps more than the base: $(api GET volumes/src/v/snapshots)"
 grep -q "incremental" "$T/a/nasd.log" || fail "no incremental send logged"
+
+# a target that answers one byte every second: the task's request ends at its deadline,
+# and a stop does not wait for it
+DRIP=$(free_port)
+python3 - "$DRIP" "$T/drip.accepted" <<'PY' &
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); open(sys.argv[2] + ".ready", "w").close()
+s.settimeout(60); c, _ = s.accept(); open(sys.argv[2], "w").close()
+for b in b"HTTP/1.1 200 OK\r\n" * 100:
+    c.send(bytes([b])); time.sleep(1)
+PY
+DRIP_PID=$!
+wait_for '[ -e "$T/drip.accepted.ready" ]'
+expect 201 POST replication-tasks "{\"volume\":\"src/v\",\"target_url\":\"http://127.0.0.1:$DRIP\",\"target_pool\":\"dst\",\"every\":\"1h\"}"
+wait_for '[ -e "$T/drip.accepted" ]'
+sleep 1
+t0=$(date +%s%N)
+stop_nasd
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill $DRIP_PID 2>/dev/null
+[ "$ms" -lt 3000 ] || fail "stop took $ms ms with a request to a slow target running"
+grep -q "replication task.*Operation canceled\|canceled" "$T/a/nasd.log" || echo "note: no cancel logged"
 echo "snapshot and replication tasks: ok"
