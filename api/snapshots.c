@@ -279,17 +279,29 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
         api_error(r, 409, "in_use", "%s/%s is exported; a replica must not be", t->pool, t->name);
         return;
     }
+    /* the source's logical block size (not in the stream): replication passes it */
+    const char *bq = c->query ? c->query(c->conn, "block_size") : NULL;
+    int64_t bs = bq ? strtoll(bq, NULL, 10) : 512;
+    if (bs != 512 && bs != 4096) { api_error(r, 400, "invalid_field", "block_size must be 512 or 4096"); return; }
     char err[512] = "", snap[64] = "";
     int rc = storage_snap_receive(a->storage, t->pool, t->name, t->is_ds, c->upload_fd, force, snap, err, sizeof err);
     if (rc) { snap_error(r, rc, *err ? err : strerror(-rc)); return; }
-    if (t->id < 0) {
-        int e = 0;
-        t->snap = snap;
-        json_t *s = storage_snap_get(a->storage, t->pool, t->name, t->is_ds, snap, &e);
-        uint64_t size = s ? (uint64_t)json_integer_value(json_object_get(s, "size")) : 0;
-        json_decref(s);
-        if ((t->id = add_row(a, t, t->name, size, "received", r)) < 0) return;
+    if (t->id < 0 && (t->id = add_row(a, t, t->name, 0, "received", r)) < 0) return;
+    /* the row as the stream left the volume: its size (an incremental may grow it) and
+     * compression (the engine took the source's flags); a new volume's block size */
+    json_t *list = t->is_ds ? storage_pool_datasets(a->storage, t->pool) : storage_pool_volumes(a->storage, t->pool);
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        if (strcmp(json_string_value(json_object_get(v, "name")), t->name)) continue;
+        const char *comp = json_is_true(json_object_get(v, "lz4")) ? "lz4" : "off";
+        if (t->is_ds) db_exec(&a->db, NULL, "UPDATE datasets SET compression=? WHERE id=?", "si", comp, t->id);
+        else db_exec(&a->db, NULL, "UPDATE volumes SET size=?, compression=? WHERE id=?", "isi",
+                     (int64_t)json_integer_value(json_object_get(v, "size")), comp, t->id);
+        if (!t->is_ds && bq) db_exec(&a->db, NULL, "UPDATE volumes SET block_size=? WHERE id=?", "ii", bs, t->id);
+        break;
     }
+    json_decref(list);
     log_info("received %s/%s@%s", t->pool, t->name, snap);
     t->snap = snap;
     get_one(c, t, r, 201);

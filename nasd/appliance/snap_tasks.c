@@ -164,8 +164,13 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
     for (size_t l = strlen(tu); l && tu[l - 1] == '/'; l--) tu[l - 1] = 0;
     snprintf(base_url, sizeof base_url, "%s/api/v1/%s/%s/%s/snapshots", tu, is_ds ? "datasets" : "volumes",
              js(task, "target_pool"), js(task, "target_name"));
-    snprintf(url, sizeof url, "%s/api/v1/%s/%s/%s/receive", tu, is_ds ? "datasets" : "volumes",
-             js(task, "target_pool"), js(task, "target_name"));
+    /* a volume's replica keeps its logical block size (the stream does not carry it) */
+    int64_t bs = is_ds ? 0 : db_int(&t->db, 0, "SELECT v.block_size FROM volumes v JOIN pools p ON p.id=v.pool_id "
+                                             "WHERE p.name=? AND v.name=?", "ss", pool, name);
+    char bsq[32] = "";
+    if (bs) snprintf(bsq, sizeof bsq, "?block_size=%lld", (long long)bs);
+    snprintf(url, sizeof url, "%s/api/v1/%s/%s/%s/receive%s", tu, is_ds ? "datasets" : "volumes",
+             js(task, "target_pool"), js(task, "target_name"), bsq);
     int e = 0;
     json_t *have = *last ? storage_snap_get(st, pool, name, is_ds, last, &e) : NULL;
     const char *from = have ? last : NULL;

@@ -17,11 +17,12 @@ expect 201 POST pools "{\"name\":\"src\",\"layout\":\"${LAYOUT:-raidz1-inplace}\
   {\"path\":\"$T/a0.img\",\"size\":\"96M\",\"create\":true},{\"path\":\"$T/a1.img\",\"size\":\"96M\",\"create\":true},
   {\"path\":\"$T/a2.img\",\"size\":\"96M\",\"create\":true}]}"
 [ "$(api GET pools/src | jq -r .layout)" = "${LAYOUT:-raidz1-inplace}" ] || fail "layout of src"
-expect 201 POST volumes '{"pool":"src","name":"v","size":"24M","block_size":4096}'
+expect 201 POST volumes '{"pool":"src","name":"v","size":"24M","block_size":4096,"compression":"lz4"}'
 expect 201 POST exports/iscsi '{"name":"v","volume":"src/v"}'
 $PAT write "iscsi://127.0.0.1:$ISCSI_A/$IQN:v/0" 1 12 >/dev/null || fail "write A"
 expect 201 POST volumes/src/v/snapshots '{"name":"s1"}'
 $PAT write "iscsi://127.0.0.1:$ISCSI_A/$IQN:v/0" 2 3 >/dev/null || fail "write B"
+expect 200 PATCH volumes/src/v '{"size":"32M"}'   # the increment grows the copy too
 expect 201 POST volumes/src/v/snapshots '{"name":"s2"}'
 curl -sf -o "$T/full" "$API_A/volumes/src/v/snapshots/s1/send" || fail "send s1"
 curl -sf -o "$T/inc" "$API_A/volumes/src/v/snapshots/s2/send?from=s1" || fail "send s1..s2"
@@ -43,9 +44,13 @@ head -c $(( $(stat -c %s "$T/full") / 2 )) "$T/full" > "$T/cut"
 post_stream "$T/cut" r
 [ "$STATUS" = 400 ] || fail "cut stream -> $STATUS: $BODY"
 expect 404 GET volumes/dst/r
-post_stream "$T/full" r
+post_stream "$T/full" r "?block_size=1000"
+[ "$STATUS" = 400 ] || fail "block_size 1000 -> $STATUS: $BODY"
+post_stream "$T/full" r "?block_size=4096"
 [ "$STATUS" = 201 ] && [ "$(jget "$BODY" .name)" = s1 ] || fail "receive full -> $STATUS: $BODY"
 expect 200 GET volumes/dst/r
+[ "$(jget "$BODY" .size)" = $((24 << 20)) ] && [ "$(jget "$BODY" .compression)" = lz4 ] &&
+  [ "$(jget "$BODY" .block_size)" = 4096 ] || fail "the copy's settings are not the source's: $BODY"
 expect 201 POST exports/iscsi '{"name":"r","volume":"dst/r"}'
 R="iscsi://127.0.0.1:$ISCSI_PORT/$IQN:r/0"
 $PAT verify "$R" 1 12 >/dev/null || fail "received copy is not s1"
@@ -60,6 +65,7 @@ $PAT verify "$R" 1 12 >/dev/null || fail "copy changed by a refused stream"
 expect 204 DELETE exports/iscsi/r
 post_stream "$T/inc" r
 [ "$STATUS" = 201 ] && [ "$(jget "$BODY" .name)" = s2 ] || fail "receive incremental -> $STATUS: $BODY"
+[ "$(api GET volumes/dst/r | jq .size)" = $((32 << 20)) ] || fail "the grown copy's size: $BODY"
 post_stream "$T/inc" r
 [ "$STATUS" = 409 ] || fail "same increment twice -> $STATUS: $BODY"
 

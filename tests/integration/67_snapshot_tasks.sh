@@ -26,7 +26,7 @@ unset HTTP_PORT ISCSI_PORT NFS_PORT MOUNT_PORT
 start_nasd "$T/a"
 expect 201 POST pools "{\"name\":\"src\",\"layout\":\"mirror\",\"members\":[
   {\"path\":\"$T/a0.img\",\"size\":\"96M\",\"create\":true},{\"path\":\"$T/a1.img\",\"size\":\"96M\",\"create\":true}]}"
-expect 201 POST volumes '{"pool":"src","name":"v","size":"16M"}'
+expect 201 POST volumes '{"pool":"src","name":"v","size":"16M","block_size":4096}'
 expect 201 POST exports/iscsi '{"name":"v","volume":"src/v"}'
 URL=iscsi://127.0.0.1:$ISCSI_PORT/$IQN:v/0
 $PAT write "$URL" 1 16 >/dev/null || fail "write A"
@@ -74,6 +74,8 @@ verify_b() {   # verify_b SEED MIB
   apib DELETE exports/iscsi/c
 }
 verify_b 1 16
+apib GET volumes/dst/copy
+[ "$(jget "$BODY" .block_size)" = 4096 ] || fail "the replica's block size is not the source's: $BODY"
 run_repl() {   # makes the task due, waits for its run to end, fails on its error
   local first; first=$(replicated)
   expect 202 POST replication-tasks/$RID/run
