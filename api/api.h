@@ -50,6 +50,11 @@ void api_register(const struct api_resource *res);
 /* volumes|datasets/{pool}/{name}/snapshots[/...] and .../receive (api/snapshots.c):
  * returns 1 if path is one of those (r filled), else 0. */
 int api_snapshots_dispatch(struct api_call *c, const char *path, struct api_reply *r);
+/* DELETE of a volume/dataset: 409 has_snapshots (returns -1) while it has snapshots,
+ * unless the request says ?force=true. Once it is gone, its snapshot and replication
+ * tasks go too. */
+int api_snapshots_before_delete(struct api_call *c, struct api_reply *r, const char *pool, const char *name, int is_ds);
+void api_snapshots_deleted(struct appliance *a, const char *pool, const char *name, int is_ds);
 /* Waits (at most 10 s) for snapshot streams still being produced; after the HTTP stop. */
 void api_snapshots_drain(void);
 /* Route an /api/v1/... request (path without the prefix). */

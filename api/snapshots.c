@@ -307,6 +307,31 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
     get_one(c, t, r, 201);
 }
 
+int api_snapshots_before_delete(struct api_call *c, struct api_reply *r, const char *pool, const char *name, int is_ds)
+{
+    struct appliance *a = c->app;
+    const char *fq = c->query ? c->query(c->conn, "force") : NULL;
+    int e = 0, force = fq && (!strcmp(fq, "1") || !strcmp(fq, "true"));
+    json_t *list = storage_snap_list(a->storage, pool, name, is_ds, &e);
+    size_t n = json_array_size(list);
+    if (n && !force) {
+        api_error(r, 409, "has_snapshots", "%s/%s has %zu snapshot%s (the newest: %s); delete them first, or DELETE with "
+                  "?force=true to destroy them with it", pool, name, n, n > 1 ? "s" : "",
+                  json_string_value(json_object_get(json_array_get(list, n - 1), "name")));
+        json_decref(list);
+        return -1;
+    }
+    json_decref(list);
+    return 0;
+}
+
+void api_snapshots_deleted(struct appliance *a, const char *pool, const char *name, int is_ds)
+{
+    const char *kind = is_ds ? "dataset" : "volume";
+    db_exec(&a->db, NULL, "DELETE FROM snapshot_tasks WHERE kind=? AND pool=? AND name=?", "sss", kind, pool, name);
+    db_exec(&a->db, NULL, "DELETE FROM replication_tasks WHERE kind=? AND pool=? AND name=?", "sss", kind, pool, name);
+}
+
 int api_snapshots_dispatch(struct api_call *c, const char *path, struct api_reply *r)
 {
     char buf[1024], *seg[8];

@@ -125,6 +125,7 @@ static void del(struct api_call *c, struct api_reply *r)
     snprintf(pool, sizeof pool, "%s", json_string_value(json_object_get(row, "pool")));
     snprintf(name, sizeof name, "%s", json_string_value(json_object_get(row, "name")));
     json_decref(row);
+    if (api_snapshots_before_delete(c, r, pool, name, 0)) return;
     /* storage first: config is only changed once the storage is really gone */
     int rc = storage_volume_destroy(a->storage, pool, name, err, sizeof err);
     if (rc && rc != -ENOENT) { api_errno(r, rc == -EBUSY ? rc : -EIO, err); return; }
@@ -133,6 +134,7 @@ static void del(struct api_call *c, struct api_reply *r)
         api_error(r, 500, "db", "volume destroyed, but removing it from the config failed: %s", db_errmsg(&a->db));
         return;
     }
+    api_snapshots_deleted(a, pool, name, 0);
     log_info("volume %s/%s destroyed", pool, name);
     api_ok(r, 204, NULL);
 }

@@ -61,6 +61,12 @@ try {
   answers = ['1d', '7'];
   await page.click(`[data-testid="task-edit-${task.id}"]`);
   await until(async () => { const t = await api('GET', `snapshot-tasks/${task.id}`); return t.interval_s === 86400 && t.keep === 7; }, 'task edited');
+  // a volume with a snapshot: the page's Delete (confirmed) takes both
+  await api('POST', 'volumes', { pool: 'sp', name: 'gone', size: '4M' });
+  await api('POST', 'volumes/sp/gone/snapshots', { name: 'g1' });
+  await page.goto(`${base}/#/volumes`);
+  await page.click('[data-testid="volume-delete-sp/gone"]');
+  await until(async () => (await api('GET', 'volumes')).every((v) => v.name !== 'gone'), 'volume with a snapshot deleted');
   ok = true;
   console.log('snapshots UI: ok');
 } finally {

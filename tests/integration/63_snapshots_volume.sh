@@ -108,4 +108,15 @@ expect 200 GET volumes/tank/v1/snapshots
 [ "$(jget "$BODY" '.[0].name')" = keep ] || fail "snapshot list after import: $BODY"
 expect 201 POST exports/iscsi "{\"name\":\"k\",\"luns\":[{\"lun\":0,\"volume\":\"tank/v1\",\"snapshot\":\"keep\"}]}"
 $PAT verify "iscsi://127.0.0.1:$ISCSI_PORT/$IQN:k/0" 4 16 >/dev/null || fail "snapshot after import"
+
+# a volume with snapshots goes only with ?force=true (they go with it, and its tasks)
+expect 201 POST volumes '{"pool":"tank","name":"v3","size":"4M"}'
+expect 201 POST volumes/tank/v3/snapshots '{"name":"a"}'
+expect 201 POST snapshot-tasks '{"volume":"tank/v3","every":"1h","keep":2}'
+expect 409 DELETE volumes/tank/v3
+[ "$(jget "$BODY" .error.code)" = has_snapshots ] || fail "delete with snapshots: $BODY"
+expect 200 GET volumes/tank/v3/snapshots/a
+expect 204 DELETE 'volumes/tank/v3?force=true'
+expect 404 GET volumes/tank/v3
+[ "$(api GET snapshot-tasks | jq '[.[] | select(.name == "v3")] | length')" = 0 ] || fail "task of a deleted volume: $BODY"
 echo "volume snapshots: ok"

@@ -92,4 +92,11 @@ expect 201 POST exports/nfs '{"dataset":"tank/rx","clients":["127.0.0.0/8"],"roo
 X="nfs://127.0.0.1/tank/rx"
 [ "$(nfs-cat "$X/d$ARGS" | sum)" = "$(sum < "$T/B")" ] || fail "received dataset: d"
 [ "$(nfs-cat "$X/e$ARGS" | sum)" = "$(sum < "$T/A")" ] || fail "received dataset: e (increment)"
+# a dataset with snapshots goes only with ?force=true
+expect 201 POST datasets '{"pool":"tank","name":"d3"}'
+expect 201 POST datasets/tank/d3/snapshots '{"name":"a"}'
+expect 409 DELETE datasets/tank/d3
+[ "$(jget "$BODY" .error.code)" = has_snapshots ] || fail "delete with snapshots: $BODY"
+expect 204 DELETE 'datasets/tank/d3?force=true'
+expect 404 GET datasets/tank/d3
 echo "dataset snapshots: ok"

@@ -103,7 +103,7 @@ export async function mount(root) {
         { label: 'Actions', cell: (d) => h('div', { class: 'actions' },
           button('Edit', { class: 'btn small', 'data-testid': `dataset-edit-${d.full_name}`, onclick: () => openEdit(d) }),
           button('Delete', { class: 'btn small danger', 'data-testid': `dataset-delete-${d.full_name}`,
-            onclick: () => action(() => del(`datasets/${key(d.pool, d.name)}`), { confirmText: `Delete dataset ${d.full_name} and all its files?`, ok: `dataset ${d.full_name} deleted`, refresh }) })) },
+            onclick: () => action(() => del(`datasets/${key(d.pool, d.name)}?force=true`), { confirmText: `Delete dataset ${d.full_name}, all its files and its snapshots?`, ok: `dataset ${d.full_name} deleted`, refresh }) })) },
       ], rows, { testid: 'datasets-table', rowId: (d) => `dataset-row-${d.full_name}`, empty: 'No datasets yet.' }));
     } catch (e) {
       loadFailed(listBox, e, 'list datasets');

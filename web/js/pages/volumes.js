@@ -52,7 +52,7 @@ export async function mount(root) {
         { label: 'LUN of', class: 'num', cell: (x) => `${x.exports} export${x.exports === 1 ? '' : 's'}` },
         { label: 'Actions', cell: (x) => h('div', { class: 'actions' }, growEditor(x, refresh),
           button('Delete', { class: 'btn small danger', 'data-testid': `volume-delete-${x.full_name}`,
-            onclick: () => action(() => del(`volumes/${key(x.pool, x.name)}`), { confirmText: `Delete volume ${x.full_name} and its data?`, ok: `volume ${x.full_name} deleted`, refresh }) })) },
+            onclick: () => action(() => del(`volumes/${key(x.pool, x.name)}?force=true`), { confirmText: `Delete volume ${x.full_name}, its data and its snapshots?`, ok: `volume ${x.full_name} deleted`, refresh }) })) },
       ], rows, { testid: 'volumes-table', rowId: (x) => `volume-row-${x.full_name}`, empty: 'No volumes yet.' }));
     } catch (e) {
       loadFailed(listBox, e, 'list volumes');
