@@ -175,10 +175,6 @@ static bool api_path_ok(const char *p)
 static int handle_api(struct http_server *h, struct MHD_Connection *conn, const char *method,
                       const char *path, struct req *rq)
 {
-    if (strlen(path) > HTTP_MAX_API_PATH) return queue_error(conn, 414, "uri_too_long", "the URL path is too long");
-    if (!api_path_ok(path))
-        return queue_error(conn, 400, "bad_path", "the URL path holds characters no name can have "
-                           "(control characters, %00, %2F, non-ASCII)");
     /* HEAD is GET without the body (libmicrohttpd drops it) */
     struct api_call c = { .app = h->app, .method = strcmp(method, "HEAD") ? method : "GET", .query = query_arg,
                           .conn = conn, .upload_fd = rq->fd };
@@ -298,6 +294,12 @@ static int early_checks(struct http_server *h, struct MHD_Connection *conn, cons
         return queue_error(conn, 401, "unauthorized", "an API token is required: Authorization: Bearer <token>");
     if (state_changing(method) && !origin_ok(conn))
         return queue_error(conn, 403, "forbidden_origin", "cross-origin request refused");
+    if (!strncmp(url, "/api/v1/", 8)) {   /* before a body is read: no upload for a path that is refused */
+        if (strlen(url + 8) > HTTP_MAX_API_PATH) return queue_error(conn, 414, "uri_too_long", "the URL path is too long");
+        if (!api_path_ok(url + 8))
+            return queue_error(conn, 400, "bad_path", "the URL path holds characters no name can have "
+                               "(control characters, %00, %2F, non-ASCII)");
+    }
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > h->app->cfg.max_body && !stream_upload(conn, url, method))
         return queue_error(conn, 413, "body_too_large", "request body exceeds the limit");

@@ -126,12 +126,13 @@ static void rollback(struct api_call *c, struct target *t, struct api_reply *r)
     const char *newest = n ? json_string_value(json_object_get(json_array_get(list, n - 1), "name")) : NULL;
     int known = 0;
     for (size_t k = 0; k < n; k++) known |= !strcmp(json_string_value(json_object_get(json_array_get(list, k), "name")), t->snap);
-    if (!known) api_error(r, 404, "not_found", "snapshot %s/%s@%s not found", t->pool, t->name, t->snap);
+    if (!list) snap_error(r, e, "cannot list the snapshots");
+    else if (!known) api_error(r, 404, "not_found", "snapshot %s/%s@%s not found", t->pool, t->name, t->snap);
     else if (strcmp(newest, t->snap))
         api_error(r, 409, "newer_snapshots", "rollback %s/%s@%s: newer snapshots exist (%s is the newest); delete them first",
                   t->pool, t->name, t->snap, newest);
     json_decref(list);
-    if (!known || r->status) return;
+    if (r->status) return;
     json_t *ex = t->is_ds ? nfs_exports_of(a, t) : NULL;
     size_t i;
     json_t *v;
@@ -281,8 +282,11 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
     }
     /* the source's logical block size (not in the stream): replication passes it */
     const char *bq = c->query ? c->query(c->conn, "block_size") : NULL;
-    int64_t bs = bq ? strtoll(bq, NULL, 10) : 512;
-    if (bs != 512 && bs != 4096) { api_error(r, 400, "invalid_field", "block_size must be 512 or 4096"); return; }
+    if (bq && strcmp(bq, "512") && strcmp(bq, "4096")) {
+        api_error(r, 400, "invalid_field", "block_size must be 512 or 4096");
+        return;
+    }
+    bool created = t->id < 0;
     char err[512] = "", snap[64] = "";
     int rc = storage_snap_receive(a->storage, t->pool, t->name, t->is_ds, c->upload_fd, force, snap, err, sizeof err);
     if (rc) { snap_error(r, rc, *err ? err : strerror(-rc)); return; }
@@ -298,7 +302,8 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
         if (t->is_ds) db_exec(&a->db, NULL, "UPDATE datasets SET compression=? WHERE id=?", "si", comp, t->id);
         else db_exec(&a->db, NULL, "UPDATE volumes SET size=?, compression=? WHERE id=?", "isi",
                      (int64_t)json_integer_value(json_object_get(v, "size")), comp, t->id);
-        if (!t->is_ds && bq) db_exec(&a->db, NULL, "UPDATE volumes SET block_size=? WHERE id=?", "ii", bs, t->id);
+        if (!t->is_ds && bq && created)   /* an existing copy keeps its own (its LUNs use it) */
+            db_exec(&a->db, NULL, "UPDATE volumes SET block_size=? WHERE id=?", "ii", (int64_t)atoi(bq), t->id);
         break;
     }
     json_decref(list);

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 /* Every wait is a poll of at most SLICE_MS, so that a cancel (shutdown) is seen soon, and
- * ends at the request's deadline: a peer that answers one byte at a time cannot hold the
- * caller longer than timeout_s per phase (connect and send; the response). */
+ * ends at a deadline: timeout_s per address to connect, timeout_s without progress while
+ * sending, and timeout_s for the whole response (a peer answering one byte at a time). */
 #define SLICE_MS 200
 
 struct io { int fd; double deadline; const atomic_int *cancel; };
@@ -42,7 +42,7 @@ static int wait_for(const struct io *io, short ev)
     }
 }
 
-static int connect_to(const char *host, const char *port, struct io *io)
+static int connect_to(const char *host, const char *port, struct io *io, int timeout_s)
 {
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
     if (getaddrinfo(host, port, &hints, &res)) return -EHOSTUNREACH;
@@ -51,13 +51,14 @@ static int connect_to(const char *host, const char *port, struct io *io)
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
         if (fd < 0) { err = -errno; continue; }
         io->fd = fd;
+        io->deadline = now_s() + timeout_s;   /* each address its own: the next may answer */
         int rc = connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 ? -errno : 0, soerr = 0;
         socklen_t sl = sizeof soerr;
         if (rc == -EINPROGRESS && (rc = wait_for(io, POLLOUT)) == 0 &&
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0)
             rc = -soerr;
         if (rc) { err = rc; close(fd); fd = -1; }
-        if (rc == -ECANCELED || rc == -ETIMEDOUT) break;
+        if (rc == -ECANCELED) break;
     }
     freeaddrinfo(res);
     return fd >= 0 ? fd : err;
@@ -93,9 +94,10 @@ int nasd_http_request(const char *method, const char *url, const char *token, co
     }
     char *hp = host[0] == '[' ? host + 1 : host;
     if (hp != host && hp[strlen(hp) - 1] == ']') hp[strlen(hp) - 1] = 0;
-    /* connect and send: timeout_s without progress (a large body may take longer in all) */
-    struct io io = { -1, now_s() + timeout_s, cancel };
-    int fd = connect_to(hp, port, &io);
+    /* connect (each address) and send: timeout_s without progress (a large body may take
+     * longer in all) */
+    struct io io = { -1, 0, cancel };
+    int fd = connect_to(hp, port, &io, timeout_s);
     if (fd < 0) return fd;
     char hdr[2048];
     int n = snprintf(hdr, sizeof hdr, "%s %s HTTP/1.1\r\nHost: %.*s\r\nConnection: close\r\nContent-Length: %llu\r\n"

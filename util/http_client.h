@@ -1,6 +1,7 @@
 #pragma once
-/* A minimal blocking HTTP/1.1 client for appliance-to-appliance calls (replication):
- * plain http://host:port only, one request per connection, body from a file. */
+/* A minimal HTTP/1.1 client for appliance-to-appliance calls (replication): plain
+ * http://host:port only, one request per connection, body from a file. The caller waits;
+ * deadlines and a cancel flag bound the wait. */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>

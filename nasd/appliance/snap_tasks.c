@@ -151,6 +151,35 @@ static void prune_target(json_t *task, const char *base_url, const char *prefix,
     json_decref(list);
 }
 
+/* The base of the next increment (its snapshot info), NULL for a full stream: the
+ * target's newest snapshot if this side has it too (same name and guid), which also covers
+ * a run whose answer never came but whose stream landed; else the last one recorded.
+ * This side's snapshots of the task newer than that base never reached the target: gone. */
+static json_t *base_of(struct storage *st, int is_ds, const char *pool, const char *name, const char *prefix,
+                       json_t *there, const char *last)
+{
+    int e = 0;
+    size_t nt = json_array_size(there);
+    json_t *newest = nt ? json_array_get(there, nt - 1) : NULL;   /* oldest first */
+    json_t *base = newest && taken_by(js(newest, "name"), prefix)
+                   ? storage_snap_get(st, pool, name, is_ds, js(newest, "name"), &e) : NULL;
+    if (base && strcmp(js(base, "guid"), js(newest, "guid"))) { json_decref(base); base = NULL; }
+    if (base) {
+        json_t *mine = storage_snap_list(st, pool, name, is_ds, &e);
+        size_t i;
+        json_t *v;
+        bool after = false;
+        json_array_foreach(mine, i, v) {
+            char err[256];
+            if (after && taken_by(js(v, "name"), prefix)) storage_snap_destroy(st, pool, name, is_ds, js(v, "name"), err, sizeof err);
+            if (!strcmp(js(v, "name"), js(base, "name"))) after = true;
+        }
+        json_decref(mine);
+        return base;
+    }
+    return *last ? storage_snap_get(st, pool, name, is_ds, last, &e) : NULL;
+}
+
 static void run_replication_task(struct snap_tasks *t, json_t *task)
 {
     struct storage *st = t->a->storage;
@@ -171,10 +200,9 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
     if (bs) snprintf(bsq, sizeof bsq, "?block_size=%lld", (long long)bs);
     snprintf(url, sizeof url, "%s/api/v1/%s/%s/%s/receive%s", tu, is_ds ? "datasets" : "volumes",
              js(task, "target_pool"), js(task, "target_name"), bsq);
-    int e = 0;
-    json_t *have = *last ? storage_snap_get(st, pool, name, is_ds, last, &e) : NULL;
-    const char *from = have ? last : NULL;
     json_t *there = target_list(task, base_url, &t->cancel);
+    json_t *have = base_of(st, is_ds, pool, name, prefix, there, last);
+    const char *from = have ? js(have, "name") : NULL;
     int rc = take(st, is_ds, pool, name, prefix, there, snap, sizeof snap, err, sizeof err);
     json_decref(there);
     bool made = !rc;
@@ -183,10 +211,16 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
     if (!rc) rc = storage_snap_send(st, pool, name, is_ds, snap, from, fd, err, sizeof err);
     struct stat sb;
     if (!rc && fstat(fd, &sb) < 0) rc = -errno;
+    bool maybe_there = false;
     if (!rc) {
         char resp[1024];
         int status = nasd_http_request("POST", url, js(task, "target_token"), "application/octet-stream", fd,
                                        (uint64_t)sb.st_size, resp, sizeof resp, 300, &t->cancel);
+        /* no answer, but the target was reached (a stop, the deadline, a cut connection): it
+         * may have applied the stream, so snap stays; the next run's base_of says whether it
+         * landed (and drops it if not) */
+        maybe_there = status < 0 && status != -ECONNREFUSED && status != -EHOSTUNREACH && status != -ENETUNREACH &&
+                      status != -EINVAL && status != -EPROTONOSUPPORT;
         if (status != 201) {
             rc = status < 0 ? status : -EIO;
             snprintf(err, sizeof err, "target %s: %s%s", url, status < 0 ? strerror(-status) : "", status < 0 ? "" : resp);
@@ -200,10 +234,11 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
                  from ? "incremental" : "full");
     } else {
         char e2[256];
-        if (made) storage_snap_destroy(st, pool, name, is_ds, snap, e2, sizeof e2);   /* next try from the same base */
+        if (made && !maybe_there) storage_snap_destroy(st, pool, name, is_ds, snap, e2, sizeof e2);   /* next try from the same base */
         log_warn("replication task %lld: %s", (long long)id, err);
     }
     json_decref(have);
+    if (rc == -ECANCELED) return;   /* stopped: it runs again at the next start, not an interval later */
     db_exec(&t->db, NULL, "UPDATE replication_tasks SET last_run=?, last_error=?, last_snapshot=? WHERE id=?", "issi",
             (int64_t)time(NULL), rc ? err : NULL, rc ? (*last ? last : NULL) : snap, id);
 }
@@ -225,11 +260,11 @@ static void *runner(void *arg)
                               "i", now);
         size_t i;
         json_t *v;
-        json_array_foreach(due, i, v) run_snapshot_task(t, v);
+        json_array_foreach(due, i, v) if (!atomic_load(&t->cancel)) run_snapshot_task(t, v);
         json_decref(due);
         due = db_rows(&t->db, "SELECT * FROM replication_tasks WHERE enabled=1 AND (last_run=0 OR last_run+interval_s<=?)",
                       "i", now);
-        json_array_foreach(due, i, v) run_replication_task(t, v);
+        json_array_foreach(due, i, v) if (!atomic_load(&t->cancel)) run_replication_task(t, v);
         json_decref(due);
         pthread_mutex_lock(&t->mu);
     }

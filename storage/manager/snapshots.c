@@ -191,12 +191,17 @@ static int close_dataset(struct storage *st, struct pool_ref *r, const char *poo
     for (struct open_dataset **pp = &p->datasets; *pp; pp = &(*pp)->next) {
         struct open_dataset *d = *pp;
         if (d->fs != f) continue;
-        if (atomic_load(&f->refs) == 2) { *pp = d->next; nasd_fsroot_put(f); free(d); rc = 0; }
-        else d->closing = 0;
+        if (atomic_load(&f->refs) == 2) {   /* both put here: it commits and closes before anyone looks again */
+            *pp = d->next;
+            nasd_fsroot_put(f);
+            nasd_fsroot_put(f);
+            free(d);
+            rc = 0;
+        } else d->closing = 0;
         break;
     }
     pthread_mutex_unlock(&st->lock);
-    nasd_fsroot_put(f);   /* the last reference when rc is 0: the filesystem commits and closes here */
+    if (rc) nasd_fsroot_put(f);
     if (rc) snprintf(err, errlen, "dataset %s/%s is busy: NFS calls or a self-test still use it; try again", pool, obj);
     return rc;
 }

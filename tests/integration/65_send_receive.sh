@@ -63,9 +63,11 @@ post_stream "$T/bad" r
 expect 201 POST exports/iscsi '{"name":"r","volume":"dst/r"}'
 $PAT verify "$R" 1 12 >/dev/null || fail "copy changed by a refused stream"
 expect 204 DELETE exports/iscsi/r
-post_stream "$T/inc" r
+post_stream "$T/inc" r "?block_size=512"
 [ "$STATUS" = 201 ] && [ "$(jget "$BODY" .name)" = s2 ] || fail "receive incremental -> $STATUS: $BODY"
-[ "$(api GET volumes/dst/r | jq .size)" = $((32 << 20)) ] || fail "the grown copy's size: $BODY"
+expect 200 GET volumes/dst/r
+[ "$(jget "$BODY" .size)" = $((32 << 20)) ] || fail "the grown copy's size: $BODY"
+[ "$(jget "$BODY" .block_size)" = 4096 ] || fail "an increment changed the copy's block size: $BODY"
 post_stream "$T/inc" r
 [ "$STATUS" = 409 ] || fail "same increment twice -> $STATUS: $BODY"
 

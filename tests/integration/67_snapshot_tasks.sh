@@ -8,7 +8,8 @@ T=$(mktemp -d /tmp/nasd-it-tasks.XXXXXX)
 PAT=$ROOT/build/tools/iscsi_pattern
 mkdir -p "$T/a" "$T/b"
 DRIP_PID=
-trap 'stop_nasd; kill $PID_B $DRIP_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+PX_PID=
+trap 'stop_nasd; kill $PID_B $DRIP_PID $PX_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 IQN=iqn.2026-12.io.nasd
 
 TOK=$("$NASD" --db "$T/b/nasd.db" --create-token repl) || fail "--create-token"
@@ -97,6 +98,48 @@ apib GET volumes/dst/copy/snapshots
 [ "$(api GET volumes/src/v/snapshots | jq '[.[] | select(.name | startswith("repl"))] | length')" = 1 ] ||
   fail "the source keeps more than the base: $(api GET volumes/src/v/snapshots)"
 grep -q "incremental" "$T/a/nasd.log" || fail "no incremental send logged"
+
+# the target applies a stream but its answer never reaches the source (a proxy drops it):
+# the next run finds the target's newest snapshot here and goes on from it
+PX=$(free_port)
+python3 - "$PX" "$HTTP_B" "$T/px.ready" <<'PY' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); open(sys.argv[3], "w").close()
+s.settimeout(60)
+while True:
+    c, _ = s.accept()
+    data = b""
+    while b"\r\n\r\n" not in data: data += c.recv(65536)
+    head = data.split(b"\r\n\r\n")[0].decode()
+    n = int([l.split(":")[1] for l in head.split("\r\n") if l.lower().startswith("content-length:")][0])
+    while len(data) - len(head) - 4 < n: data += c.recv(1 << 20)
+    b = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
+    b.sendall(data)
+    resp = b""
+    while True:
+        r = b.recv(65536)
+        if not r: break
+        resp += r
+    b.close()
+    if not head.startswith("POST"): c.sendall(resp)
+    c.close()
+PY
+PX_PID=$!
+wait_for '[ -e "$T/px.ready" ]'
+expect 200 PATCH replication-tasks/$RID "{\"target_url\":\"http://127.0.0.1:$PX\"}"
+$PAT write "$URL" 5 2 >/dev/null || fail "write seed 5"
+first=$(replicated)
+expect 202 POST replication-tasks/$RID/run
+wait_for '[ -n "$(api GET replication-tasks/$RID | jq -r ".last_error // empty")" ]'
+apib GET volumes/dst/copy/snapshots
+landed=$(jget "$BODY" '.[-1].name')
+[ "$landed" != "$first" ] || fail "the stream did not reach the target: $BODY"
+kill $PX_PID 2>/dev/null
+expect 200 PATCH replication-tasks/$RID "{\"target_url\":\"http://127.0.0.1:$HTTP_B\"}"
+$PAT write "$URL" 6 2 >/dev/null || fail "write seed 6"
+run_repl
+verify_b 6 2
 
 # a target that answers one byte every second: the task's request ends at its deadline,
 # and a stop does not wait for it
