@@ -264,6 +264,13 @@ static void snap_send(struct api_call *c, struct target *t, struct api_reply *r)
     r->content_type = "application/octet-stream";
 }
 
+/* ?name=1 or ?name=true */
+static int query_true(struct api_call *c, const char *name)
+{
+    const char *q = c->query ? c->query(c->conn, name) : NULL;
+    return q && (!strcmp(q, "1") || !strcmp(q, "true"));
+}
+
 static void receive(struct api_call *c, struct target *t, struct api_reply *r)
 {
     struct appliance *a = c->app;
@@ -271,8 +278,7 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
         api_error(r, 415, "unsupported_media_type", "send the stream as application/octet-stream");
         return;
     }
-    const char *fq = c->query ? c->query(c->conn, "force") : NULL;
-    int force = fq && (!strcmp(fq, "1") || !strcmp(fq, "true"));
+    int force = query_true(c, "force");
     /* a pool volume without a row here is what an interrupted receive left (an import adds
      * rows for all others): replace it (the engine still refuses one with snapshots) */
     if (t->id < 0) force = 1;
@@ -315,8 +321,7 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
 int api_snapshots_before_delete(struct api_call *c, struct api_reply *r, const char *pool, const char *name, int is_ds)
 {
     struct appliance *a = c->app;
-    const char *fq = c->query ? c->query(c->conn, "force") : NULL;
-    int e = 0, force = fq && (!strcmp(fq, "1") || !strcmp(fq, "true"));
+    int e = 0, force = query_true(c, "force");
     json_t *list = storage_snap_list(a->storage, pool, name, is_ds, &e);
     size_t n = json_array_size(list);
     if (n && !force) {
