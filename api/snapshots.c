@@ -107,6 +107,24 @@ static json_t *nfs_exports_of(struct appliance *a, const struct target *t)
     return db_rows(&a->db, "SELECT id FROM nfs_exports WHERE dataset_id=? AND snapshot IS NULL", "i", t->id);
 }
 
+/* The object's row as the pool has it after a receive or a rollback: its size (a volume)
+ * and compression. */
+static void sync_row(struct appliance *a, const struct target *t)
+{
+    json_t *list = t->is_ds ? storage_pool_datasets(a->storage, t->pool) : storage_pool_volumes(a->storage, t->pool);
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        if (strcmp(json_string_value(json_object_get(v, "name")), t->name)) continue;
+        const char *comp = json_is_true(json_object_get(v, "lz4")) ? "lz4" : "off";
+        if (t->is_ds) db_exec(&a->db, NULL, "UPDATE datasets SET compression=? WHERE id=?", "si", comp, t->id);
+        else db_exec(&a->db, NULL, "UPDATE volumes SET size=?, compression=? WHERE id=?", "isi",
+                     (int64_t)json_integer_value(json_object_get(v, "size")), comp, t->id);
+        break;
+    }
+    json_decref(list);
+}
+
 static void rollback(struct api_call *c, struct target *t, struct api_reply *r)
 {
     static const char *const allowed[] = { "force", NULL };
@@ -145,6 +163,7 @@ static void rollback(struct api_call *c, struct target *t, struct api_reply *r)
     }
     json_decref(ex);
     if (rc) { snap_error(r, rc, err); return; }
+    sync_row(a, t);   /* the snapshot's size again */
     log_info("%s %s/%s rolled back to %s%s", t->is_ds ? "dataset" : "volume", t->pool, t->name, t->snap,
              force ? " (forced)" : "");
     get_one(c, t, r, 200);
@@ -297,22 +316,9 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
     int rc = storage_snap_receive(a->storage, t->pool, t->name, t->is_ds, c->upload_fd, force, snap, err, sizeof err);
     if (rc) { snap_error(r, rc, *err ? err : strerror(-rc)); return; }
     if (t->id < 0 && (t->id = add_row(a, t, t->name, 0, "received", r)) < 0) return;
-    /* the row as the stream left the volume: its size (an incremental may grow it) and
-     * compression (the engine took the source's flags); a new volume's block size */
-    json_t *list = t->is_ds ? storage_pool_datasets(a->storage, t->pool) : storage_pool_volumes(a->storage, t->pool);
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v) {
-        if (strcmp(json_string_value(json_object_get(v, "name")), t->name)) continue;
-        const char *comp = json_is_true(json_object_get(v, "lz4")) ? "lz4" : "off";
-        if (t->is_ds) db_exec(&a->db, NULL, "UPDATE datasets SET compression=? WHERE id=?", "si", comp, t->id);
-        else db_exec(&a->db, NULL, "UPDATE volumes SET size=?, compression=? WHERE id=?", "isi",
-                     (int64_t)json_integer_value(json_object_get(v, "size")), comp, t->id);
-        if (!t->is_ds && bq && created)   /* an existing copy keeps its own (its LUNs use it) */
-            db_exec(&a->db, NULL, "UPDATE volumes SET block_size=? WHERE id=?", "ii", (int64_t)atoi(bq), t->id);
-        break;
-    }
-    json_decref(list);
+    sync_row(a, t);   /* an incremental may grow it; the engine took the source's flags */
+    if (!t->is_ds && bq && created)   /* an existing copy keeps its own (its LUNs use it) */
+        db_exec(&a->db, NULL, "UPDATE volumes SET block_size=? WHERE id=?", "ii", (int64_t)atoi(bq), t->id);
     log_info("received %s/%s@%s", t->pool, t->name, snap);
     t->snap = snap;
     get_one(c, t, r, 201);

@@ -371,6 +371,7 @@ void vp_snaptab_dirty(struct vpool *p, unsigned slot);
  * three checkpoint when a member failed the write (need_checkpoint); commit_lock held. */
 int  vp_snaptab_write(struct vpool *p, unsigned slot);
 int  vp_voltab_write(struct vpool *p, unsigned slot);   /* the same for the volume table */
+int  vp_vol_shrink(struct vpool *p, struct vp_vol *v, uint64_t size);   /* rollback: commit_lock held (vpool_vol.c) */
 /* A destroyed volume: its volume table page, then the snapshot table pages of the slots
  * held[] names (its snapshots, out of the table); fails only if the volume page or that
  * checkpoint did. */

@@ -690,6 +690,7 @@ int vpool_snap_rollback(struct vpool *p, const char *vol, const char *snap)
         atomic_fetch_add(&p->write_gen, 1);
         rc = vp_commit(p);
     }
+    if (!rc) rc = vp_vol_shrink(p, v, p->snaps[slot]->size);   /* its size at S too */
     pthread_mutex_unlock(&p->commit_lock);
     pthread_rwlock_unlock(&v->snap_lock);
     if (!rc) log_info("vpool %s: volume %s rolled back to %s", p->name, vol, snap);

@@ -531,6 +531,32 @@ int vpool_vol_destroy(struct vpool *p, const char *name)
     return rc;
 }
 
+/* A rollback to a snapshot taken before v grew: v takes the snapshot's size again. Its
+ * units past that end were born after the snapshot and are freed, and that commit is
+ * durable, before the volume table page says the smaller size (a crash between leaves
+ * the rolled-back volume at the larger size, as before). commit_lock held. */
+int vp_vol_shrink(struct vpool *p, struct vp_vol *v, uint64_t size)
+{
+    pthread_rwlock_wrlock(&p->vol_lock);
+    uint64_t nl = (size + VP_AU_BYTES - 1) / VP_AU_BYTES;
+    bool shrunk = size && size < v->size && nl <= v->map_len;   /* 0: not recorded */
+    if (shrunk) {
+        pthread_mutex_lock(&p->alloc_lock);
+        uint64_t gone = 0;   /* unmapped slots past the new end: a thick volume's reservation */
+        for (uint64_t e = nl; e < v->map_len; e++) gone += !v->map[e];
+        if (!(v->flags & VPOOL_VOL_THIN)) p->thick_unalloc = p->thick_unalloc > gone ? p->thick_unalloc - gone : 0;
+        __atomic_store_n(&v->map_len, nl, __ATOMIC_RELEASE);
+        v->size = size;
+        pthread_mutex_unlock(&p->alloc_lock);
+        mark_voltab(p, v->id);
+        pthread_mutex_lock(&v->bdev_lock);
+        for (struct vp_vbdev *b = v->bdevs; b; b = b->next) b->b.size = size / b->b.block_size * b->b.block_size;
+        pthread_mutex_unlock(&v->bdev_lock);
+    }
+    pthread_rwlock_unlock(&p->vol_lock);
+    return shrunk ? vp_voltab_write(p, v->id - 1) : 0;
+}
+
 int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
 {
     new_size = (new_size + VP_SECTOR - 1) / VP_SECTOR * VP_SECTOR;

@@ -112,6 +112,11 @@ $PAT verify "iscsi://127.0.0.1:$ISCSI_PORT/$IQN:k/0" 4 16 >/dev/null || fail "sn
 # a volume with snapshots goes only with ?force=true (they go with it, and its tasks)
 expect 201 POST volumes '{"pool":"tank","name":"v3","size":"4M"}'
 expect 201 POST volumes/tank/v3/snapshots '{"name":"a"}'
+# a rollback to before a growth gives the snapshot's size back (pool and record)
+expect 200 PATCH volumes/tank/v3 '{"size":"8M"}'
+expect 200 POST volumes/tank/v3/snapshots/a/rollback '{}'
+[ "$(jget "$BODY" .size)" = $((4 << 20)) ] || fail "snapshot info after rollback: $BODY"
+[ "$(api GET volumes/tank/v3 | jq .size)" = $((4 << 20)) ] || fail "size after a rollback to before a growth: $BODY"
 expect 201 POST snapshot-tasks '{"volume":"tank/v3","every":"1h","keep":2}'
 expect 409 DELETE volumes/tank/v3
 [ "$(jget "$BODY" .error.code)" = has_snapshots ] || fail "delete with snapshots: $BODY"

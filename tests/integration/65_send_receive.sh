@@ -62,6 +62,10 @@ post_stream "$T/bad" r
 [ "$STATUS" = 400 ] || fail "corrupt stream -> $STATUS: $BODY"
 expect 201 POST exports/iscsi '{"name":"r","volume":"dst/r"}'
 $PAT verify "$R" 1 12 >/dev/null || fail "copy changed by a refused stream"
+# the refused increment had grown the copy to 32 MiB first: the undo shrinks it back
+cap=$(iscsi-readcapacity16 -s "$R")
+[ "$cap" = $((24 << 20)) ] || fail "the copy's LUN after a refused growing increment: $cap bytes"
+
 expect 204 DELETE exports/iscsi/r
 post_stream "$T/inc" r "?block_size=512"
 [ "$STATUS" = 201 ] && [ "$(jget "$BODY" .name)" = s2 ] || fail "receive incremental -> $STATUS: $BODY"

@@ -133,6 +133,56 @@ START_TEST(t_cow_clone_rollback)
 }
 END_TEST
 
+/* A rollback to a snapshot taken before the volume grew gives it the snapshot's size
+ * back: the bdev, the list, a thick volume's reservation, and after an import too. */
+START_TEST(t_rollback_restores_size)
+{
+    use_log = _i;
+    struct tdir t;
+    const char *const *paths;
+    struct vpool *p = mkpool(&t, VPOOL_RAIDZ1, 4, &paths);
+    uint64_t half = VSIZE / 2, unalloc0 = p->thick_unalloc;
+    ck_assert_int_eq(vpool_vol_create(p, "v", half, 0), 0);
+    uint8_t *A = calloc(1, VSIZE);
+    nasd_bdev *b = open_vol(p, "v", 512);
+    img_write(b, A, 0, half, 1);
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    ck_assert_int_eq(vpool_snap_create(p, "v", "s1"), 0);
+    uint64_t unalloc1 = p->thick_unalloc;
+    ck_assert_int_eq(vpool_vol_resize(p, "v", VSIZE), 0);
+    ck_assert_uint_eq(b->size, VSIZE);
+    uint8_t *G = calloc(1, VSIZE);
+    img_write(b, G, half, MB, 2);                               /* in the grown part */
+    ck_assert_int_eq(nasd_bdev_flush(b), 0);
+    ck_assert_int_eq(vpool_snap_rollback(p, "v", "s1"), 0);
+    ck_assert_uint_eq(b->size, half);
+    ck_assert_uint_eq(p->thick_unalloc, unalloc1);
+    char names[4][64];
+    uint64_t sizes[4];
+    ck_assert_int_eq(vpool_vol_list(p, names, sizes, 4), 1);
+    ck_assert_uint_eq(sizes[0], half);
+    img_check(b, A, half, "rolled back");
+    nasd_bdev_put(b);
+    p = reimport(p, paths, 4);
+    ck_assert_int_eq(vpool_vol_list(p, names, sizes, 4), 1);
+    ck_assert_uint_eq(sizes[0], half);
+    b = open_vol(p, "v", 512);
+    ck_assert_uint_eq(b->size, half);
+    img_check(b, A, half, "rolled back, after import");
+    ck_assert_int_eq(vpool_vol_resize(p, "v", VSIZE), 0);       /* grown again: zeros, not the old data */
+    ck_assert_uint_eq(b->size, VSIZE);
+    img_check(b, A, VSIZE, "grown again");
+    nasd_bdev_put(b);
+    ck_assert_int_eq(vpool_snap_destroy(p, "v", "s1"), 0);
+    ck_assert_int_eq(vpool_vol_destroy(p, "v"), 0);
+    ck_assert_uint_eq(pool_alloc(p), 0);
+    ck_assert_uint_eq(p->thick_unalloc, unalloc0);
+    vpool_close(p);
+    tdir_remove(&t);
+    free(A); free(G);
+}
+END_TEST
+
 START_TEST(t_lz4_and_resilver)
 {
     use_log = _i;
@@ -659,6 +709,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     /* loop 1 of each: the same on a log-structured raidz1 */
     tcase_add_loop_test(tc, t_cow_clone_rollback, 0, 2);
+    tcase_add_loop_test(tc, t_rollback_restores_size, 0, 2);
     tcase_add_loop_test(tc, t_lz4_and_resilver, 0, 2);
     tcase_add_loop_test(tc, t_send_receive, 0, 2);
     tcase_add_test(tc, t_format1_pool);
