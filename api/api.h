@@ -1,6 +1,7 @@
 #pragma once
 /* REST API: routing, replies, and the resource handlers under /api/v1/. */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "nasd/appliance/appliance.h"
 
@@ -23,6 +24,12 @@ struct api_reply {
     int has_fd, fd;            /* or fd_len bytes of file fd (given away; UINT64_MAX: a pipe, to EOF) */
     uint64_t fd_len;
     char allow[48];            /* methods for an Allow header (405, OPTIONS), or "" */
+    /* long work (a receive): work(work_arg) runs on a thread of its own while this
+     * connection waits and the REST thread serves others; then finish, on the REST thread,
+     * fills the reply (and frees work_arg) */
+    void (*work)(void *arg);
+    void (*finish)(struct appliance *a, void *arg, struct api_reply *r);
+    void *work_arg;
 };
 
 /* A collection under /api/v1/. Handlers return nothing; they fill the reply. A NULL
@@ -55,6 +62,8 @@ int api_snapshots_dispatch(struct api_call *c, const char *path, struct api_repl
  * tasks go too. */
 int api_snapshots_before_delete(struct api_call *c, struct api_reply *r, const char *pool, const char *name, int is_ds);
 void api_snapshots_deleted(struct appliance *a, const char *pool, const char *name, int is_ds);
+/* A receive into that volume/dataset runs now: other changes to it get 409 (REST thread). */
+bool api_receiving(const char *pool, const char *name, int is_ds);
 /* Waits (at most 10 s) for snapshot streams still being produced; after the HTTP stop. */
 void api_snapshots_drain(void);
 /* Route an /api/v1/... request (path without the prefix). */

@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,7 +43,17 @@ struct req {
     int fd;                    /* binary upload (snapshot stream) spooled to an unlinked file, else -1 */
     uint64_t spool_left;       /* bytes more the spool takes (spool_limit) */
     int stream_too_big;
+    /* a reply's long work (api_reply.work) on its own thread, the connection suspended */
+    struct api_reply pending;
+    atomic_int work_done;
+    char path[HTTP_MAX_API_PATH + 1], method[16];
 };
+
+/* works running, waited for by http_stop (libmicrohttpd must not stop with a connection
+ * suspended) */
+static pthread_mutex_t works_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t works_cv = PTHREAD_COND_INITIALIZER;
+static int works;
 
 static http_text_fn metrics_fn;
 void http_set_metrics(http_text_fn fn) { metrics_fn = fn; }
@@ -172,6 +184,50 @@ static bool api_path_ok(const char *p)
     return true;
 }
 
+static int queue_reply(struct MHD_Connection *conn, struct api_reply *r, const char *method, const char *path);
+
+struct work { struct MHD_Connection *conn; struct req *rq; };
+static void *work_main(void *arg)
+{
+    struct work *w = arg;
+    w->rq->pending.work(w->rq->pending.work_arg);
+    atomic_store(&w->rq->work_done, 1);
+    MHD_resume_connection(w->conn);   /* on_request is called again: it queues the reply */
+    pthread_mutex_lock(&works_mu);
+    if (--works == 0) pthread_cond_broadcast(&works_cv);
+    pthread_mutex_unlock(&works_mu);
+    free(w);
+    return NULL;
+}
+
+static int start_work(struct http_server *h, struct MHD_Connection *conn, struct req *rq, struct api_reply *r,
+                      const char *method, const char *path)
+{
+    struct work *w = malloc(sizeof *w);
+    rq->pending = *r;
+    snprintf(rq->method, sizeof rq->method, "%s", method);
+    snprintf(rq->path, sizeof rq->path, "%s", path);
+    if (w) {   /* suspended first: the thread may end (and resume it) at once */
+        *w = (struct work){ conn, rq };
+        pthread_mutex_lock(&works_mu);
+        works++;
+        pthread_mutex_unlock(&works_mu);
+        MHD_suspend_connection(conn);
+        pthread_t th;
+        if (pthread_create(&th, NULL, work_main, w) == 0) { pthread_detach(th); return MHD_YES; }
+        MHD_resume_connection(conn);
+        pthread_mutex_lock(&works_mu);
+        works--;
+        pthread_mutex_unlock(&works_mu);
+        free(w);
+    }
+    rq->pending.work = NULL;   /* no thread: the work runs here, as it did before */
+    r->work(r->work_arg);
+    r->work = NULL;
+    r->finish(h->app, r->work_arg, r);
+    return queue_reply(conn, r, method, path);
+}
+
 static int handle_api(struct http_server *h, struct MHD_Connection *conn, const char *method,
                       const char *path, struct req *rq)
 {
@@ -198,6 +254,14 @@ static int handle_api(struct http_server *h, struct MHD_Connection *conn, const 
     }
     api_dispatch(&c, path, &r);
     json_decref(c.body);
+    if (r.work) return start_work(h, conn, rq, &r, method, path);
+    return queue_reply(conn, &r, method, path);
+}
+
+/* Queues r (its JSON is freed) and logs the request. */
+static int queue_reply(struct MHD_Connection *conn, struct api_reply *r0, const char *method, const char *path)
+{
+    struct api_reply r = *r0;
     int rc;
     if (r.has_fd) {   /* a snapshot stream spooled to a file */
         struct MHD_Response *resp = r.fd_len == UINT64_MAX ? MHD_create_response_from_pipe(r.fd)
@@ -320,6 +384,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     struct http_server *h = cls;
     struct req *rq = *ptr;
+    if (rq && rq->pending.work) {   /* called again after the long work's resume */
+        if (!atomic_load(&rq->work_done)) return MHD_YES;
+        struct api_reply r = rq->pending;
+        r.work = NULL;
+        rq->pending.work = NULL;
+        r.finish(h->app, r.work_arg, &r);
+        return queue_reply(conn, &r, rq->method, rq->path);
+    }
     if (!rq) {
         rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO;
@@ -386,6 +458,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **ptr, enum MHD_RequestTerminationCode toe)
 {
     struct req *rq = *ptr;
+    if (rq && rq->pending.work) {   /* the client left while its work ran: finish it all the same */
+        struct api_reply r = rq->pending;
+        r.finish(((struct http_server *)cls)->app, r.work_arg, &r);
+        json_decref(r.json);
+        free(r.text);
+    }
     if (rq) { if (rq->fd >= 0) close(rq->fd); free(rq->body); free(rq); }
     *ptr = NULL;
     http_guard_request_done(conn);
@@ -418,7 +496,7 @@ struct http_server *http_start(struct appliance *a, char *err, size_t errlen)
     h->loopback = is_loopback(&ss);
     h->guard = http_guard_start();
     if (!h->guard) { snprintf(err, errlen, "cannot start the HTTP watchdog"); free(h); return NULL; }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     /* One polling thread: handlers serialise on the DB and the appliance anyway. */
     /* sin_port and sin6_port share their offset */
@@ -443,6 +521,9 @@ struct http_server *http_start(struct appliance *a, char *err, size_t errlen)
 void http_stop(struct http_server *h)
 {
     if (!h) return;
+    pthread_mutex_lock(&works_mu);   /* each resumes its connection when it ends */
+    while (works) pthread_cond_wait(&works_cv, &works_mu);
+    pthread_mutex_unlock(&works_mu);
     MHD_stop_daemon(h->d);
     api_snapshots_drain();   /* their readers are gone: they end at the next write */
     http_guard_stop(h->guard);

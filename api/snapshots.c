@@ -290,6 +290,60 @@ static int query_true(struct api_call *c, const char *name)
     return q && (!strcmp(q, "1") || !strcmp(q, "true"));
 }
 
+/* Receives running (pool, name, kind; REST thread only): their objects take no other
+ * change meanwhile (api_receiving). */
+#define RECV_MAX 16
+static struct target receiving[RECV_MAX];
+static int nreceiving;
+
+static int receiving_at(const char *pool, const char *name, int is_ds)
+{
+    for (int i = 0; i < nreceiving; i++)
+        if (receiving[i].is_ds == is_ds && !strcmp(receiving[i].pool, pool) && !strcmp(receiving[i].name, name)) return i;
+    return -1;
+}
+
+bool api_receiving(const char *pool, const char *name, int is_ds) { return receiving_at(pool, name, is_ds) >= 0; }
+
+struct recv_job {
+    struct target t;
+    struct storage *st;
+    int fd, force, rc;
+    bool created;
+    char bq[8], err[512], snap[64];
+};
+
+/* on its own thread (api_reply.work): the stream into the pool */
+static void recv_work(void *arg)
+{
+    struct recv_job *j = arg;
+    const char *d = getenv("NASD_TEST_RECEIVE_DELAY_MS");   /* tests: a receive that lasts */
+    if (d) usleep((useconds_t)atoi(d) * 1000);
+    j->rc = storage_snap_receive(j->st, j->t.pool, j->t.name, j->t.is_ds, j->fd, j->force, j->snap, j->err, sizeof j->err);
+}
+
+/* back on the REST thread: the object's row and the reply */
+static void recv_finish(struct appliance *a, void *arg, struct api_reply *r)
+{
+    struct recv_job *j = arg;
+    struct target *t = &j->t;
+    int at = receiving_at(t->pool, t->name, t->is_ds);
+    if (at >= 0) receiving[at] = receiving[--nreceiving];
+    if (j->rc) snap_error(r, j->rc, *j->err ? j->err : strerror(-j->rc));
+    else if (t->id >= 0 || (t->id = add_row(a, t, t->name, 0, "received", r)) >= 0) {
+        sync_row(a, t);   /* an incremental may grow it; the engine took the source's flags */
+        if (!t->is_ds && *j->bq && j->created)   /* an existing copy keeps its own (its LUNs use it) */
+            db_exec(&a->db, NULL, "UPDATE volumes SET block_size=? WHERE id=?", "ii", (int64_t)atoi(j->bq), t->id);
+        log_info("received %s/%s@%s", t->pool, t->name, j->snap);
+        t->snap = j->snap;
+        struct api_call c = { .app = a };
+        get_one(&c, t, r, 201);
+    }
+    free(j);
+}
+
+/* Checks what it can at once, then applies the stream on a thread of its own: the REST
+ * thread serves other calls meanwhile (a GiB takes seconds). */
 static void receive(struct api_call *c, struct target *t, struct api_reply *r)
 {
     struct appliance *a = c->app;
@@ -311,17 +365,16 @@ static void receive(struct api_call *c, struct target *t, struct api_reply *r)
         api_error(r, 400, "invalid_field", "block_size must be 512 or 4096");
         return;
     }
-    bool created = t->id < 0;
-    char err[512] = "", snap[64] = "";
-    int rc = storage_snap_receive(a->storage, t->pool, t->name, t->is_ds, c->upload_fd, force, snap, err, sizeof err);
-    if (rc) { snap_error(r, rc, *err ? err : strerror(-rc)); return; }
-    if (t->id < 0 && (t->id = add_row(a, t, t->name, 0, "received", r)) < 0) return;
-    sync_row(a, t);   /* an incremental may grow it; the engine took the source's flags */
-    if (!t->is_ds && bq && created)   /* an existing copy keeps its own (its LUNs use it) */
-        db_exec(&a->db, NULL, "UPDATE volumes SET block_size=? WHERE id=?", "ii", (int64_t)atoi(bq), t->id);
-    log_info("received %s/%s@%s", t->pool, t->name, snap);
-    t->snap = snap;
-    get_one(c, t, r, 201);
+    if (nreceiving == RECV_MAX) { api_error(r, 503, "busy", "%d receives are running; try again", RECV_MAX); return; }
+    struct recv_job *j = calloc(1, sizeof *j);
+    if (!j) { api_error(r, 500, "internal", "out of memory"); return; }
+    *j = (struct recv_job){ .t = *t, .st = a->storage, .fd = c->upload_fd, .force = force, .created = t->id < 0 };
+    j->t.snap = NULL;
+    if (bq) snprintf(j->bq, sizeof j->bq, "%s", bq);
+    receiving[nreceiving++] = j->t;
+    r->work = recv_work;
+    r->finish = recv_finish;
+    r->work_arg = j;
 }
 
 int api_snapshots_before_delete(struct api_call *c, struct api_reply *r, const char *pool, const char *name, int is_ds)
@@ -376,10 +429,16 @@ int api_snapshots_dispatch(struct api_call *c, const char *path, struct api_repl
         if (db_int(&c->app->db, -1, "SELECT id FROM pools WHERE name=?", "s", t.pool) < 0)
             api_error(r, 404, "not_found", "pool \"%s\" not found", t.pool);
         else if (valid_name(t.name, err, sizeof err)) api_error(r, 400, "invalid_field", "name: %s", err);
+        else if (api_receiving(t.pool, t.name, t.is_ds))
+            api_error(r, 409, "receiving", "a receive into %s/%s is running", t.pool, t.name);
         else receive(c, &t, r);
         return 1;
     }
     if (t.id < 0) { api_error(r, 404, "not_found", "%s %s/%s not found", t.is_ds ? "dataset" : "volume", t.pool, t.name); return 1; }
+    if (strcmp(m, "GET") && api_receiving(t.pool, t.name, t.is_ds)) {
+        api_error(r, 409, "receiving", "a receive into %s/%s is running", t.pool, t.name);
+        return 1;
+    }
     if (is_recv || n > 6) { api_error(r, 404, "not_found", "no such API path"); return 1; }
     t.snap = n >= 5 ? seg[4] : NULL;
     const char *act = n == 6 ? seg[5] : NULL;

@@ -126,4 +126,29 @@ out=$(head -c 140M /dev/zero | curl -s -w '\n%{http_code}' -X POST -H 'Content-T
       --data-binary @- "$API/volumes/dst/huge/receive")
 [ "${out##*$'\n'}" = 413 ] && grep -q "larger than its pool" <<<"$out" || fail "140 MiB stream to a 128 MiB pool -> $out"
 expect 200 GET pools/dst
+# a receive is applied off the REST thread: other calls are answered meanwhile, and
+# changes to its target wait for it (409)
+stop_nasd
+export NASD_TEST_RECEIVE_DELAY_MS=2000
+start_nasd "$T/b"
+unset NASD_TEST_RECEIVE_DELAY_MS
+(post_stream "$T/full" slow; echo "$STATUS" > "$T/slow.status") &
+SLOW=$!
+sleep 0.5
+t0=$(date +%s%N)
+expect 200 GET system
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ "$ms" -lt 1000 ] || fail "GET /system took $ms ms during a receive"
+post_stream "$T/full" slow
+[ "$STATUS" = 409 ] && grep -q receiving <<<"$BODY" || fail "a second receive into the same volume -> $STATUS: $BODY"
+wait $SLOW
+[ "$(cat "$T/slow.status")" = 201 ] || fail "the receive that ran meanwhile -> $(cat "$T/slow.status")"
+expect 200 GET volumes/dst/slow
+# a client that leaves while its receive runs: the receive ends, its record is made, and
+# its volume takes changes again
+curl -s -o /dev/null --max-time 1 -X POST -H 'Content-Type: application/octet-stream' --data-binary @"$T/full" \
+     "$API/volumes/dst/left/receive"
+wait_for_status() { for _ in $(seq 50); do api GET "$1" >/dev/null; [ "$STATUS" = 200 ] && return 0; sleep 0.1; done; fail "$1: $STATUS"; }
+wait_for_status volumes/dst/left
+expect 204 DELETE 'volumes/dst/left?force=true'
 echo "send/receive: ok"
