@@ -531,6 +531,15 @@ int vpool_vol_destroy(struct vpool *p, const char *name)
     return rc;
 }
 
+/* v->size changed (vol_lock held): its volume table page is dirty, its bdevs see it */
+static void size_changed(struct vpool *p, struct vp_vol *v)
+{
+    mark_voltab(p, v->id);
+    pthread_mutex_lock(&v->bdev_lock);
+    for (struct vp_vbdev *b = v->bdevs; b; b = b->next) b->b.size = v->size / b->b.block_size * b->b.block_size;
+    pthread_mutex_unlock(&v->bdev_lock);
+}
+
 /* A rollback to a snapshot taken before v grew: v takes the snapshot's size again. Its
  * units past that end were born after the snapshot and are freed, and that commit is
  * durable, before the volume table page says the smaller size (a crash between leaves
@@ -548,10 +557,7 @@ int vp_vol_shrink(struct vpool *p, struct vp_vol *v, uint64_t size)
         __atomic_store_n(&v->map_len, nl, __ATOMIC_RELEASE);
         v->size = size;
         pthread_mutex_unlock(&p->alloc_lock);
-        mark_voltab(p, v->id);
-        pthread_mutex_lock(&v->bdev_lock);
-        for (struct vp_vbdev *b = v->bdevs; b; b = b->next) b->b.size = size / b->b.block_size * b->b.block_size;
-        pthread_mutex_unlock(&v->bdev_lock);
+        size_changed(p, v);
     }
     pthread_rwlock_unlock(&p->vol_lock);
     return shrunk ? vp_voltab_write(p, v->id - 1) : 0;
@@ -580,10 +586,7 @@ int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
             v->size = new_size;
             grown = true;
             pthread_mutex_unlock(&p->alloc_lock);
-            mark_voltab(p, v->id);
-            pthread_mutex_lock(&v->bdev_lock);
-            for (struct vp_vbdev *b = v->bdevs; b; b = b->next) b->b.size = new_size / b->b.block_size * b->b.block_size;
-            pthread_mutex_unlock(&v->bdev_lock);
+            size_changed(p, v);
         }
     }
     pthread_rwlock_unlock(&p->vol_lock);
