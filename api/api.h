@@ -64,6 +64,9 @@ int api_snapshots_before_delete(struct api_call *c, struct api_reply *r, const c
 void api_snapshots_deleted(struct appliance *a, const char *pool, const char *name, int is_ds);
 /* A receive into that volume/dataset runs now: other changes to it get 409 (REST thread). */
 bool api_receiving(const char *pool, const char *name, int is_ds);
+/* The same for row id of table ("volumes"/"datasets"), with the 409 in r; no query while
+ * no receive runs. */
+bool api_receiving_row(struct appliance *a, const char *table, int64_t id, struct api_reply *r);
 /* Waits (at most 10 s) for snapshot streams still being produced; after the HTTP stop. */
 void api_snapshots_drain(void);
 /* Route an /api/v1/... request (path without the prefix). */

@@ -171,18 +171,7 @@ int64_t api_lookup_pool_obj(struct api_call *c, struct api_reply *r, const char 
         id = db_int(&c->app->db, -1, sql, "ss", pool, slash + 1);
     }
     if (id < 0) api_error(r, 404, "not_found", "%.*s \"%s\" not found", (int)strlen(table) - 1, table, key);
-    else if (strcmp(c->method, "GET")) {   /* a change to it (or an export of it) waits for its receive */
-        json_t *row = db_row(&c->app->db, !strcmp(table, "volumes")
-                             ? "SELECT p.name AS pool, t.name FROM volumes t JOIN pools p ON p.id=t.pool_id WHERE t.id=?"
-                             : "SELECT p.name AS pool, t.name FROM datasets t JOIN pools p ON p.id=t.pool_id WHERE t.id=?",
-                             "i", id);
-        const char *pn = json_string_value(json_object_get(row, "pool")), *on = json_string_value(json_object_get(row, "name"));
-        if (pn && on && api_receiving(pn, on, strcmp(table, "volumes") != 0)) {
-            api_error(r, 409, "receiving", "a receive into %s/%s is running", pn, on);
-            id = -1;
-        }
-        json_decref(row);
-    }
+    else if (strcmp(c->method, "GET") && api_receiving_row(c->app, table, id, r)) id = -1;   /* a change waits for its receive */
     return id;
 }
 

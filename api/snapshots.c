@@ -305,6 +305,20 @@ static int receiving_at(const char *pool, const char *name, int is_ds)
 
 bool api_receiving(const char *pool, const char *name, int is_ds) { return receiving_at(pool, name, is_ds) >= 0; }
 
+bool api_receiving_row(struct appliance *a, const char *table, int64_t id, struct api_reply *r)
+{
+    if (!nreceiving) return false;
+    int is_ds = strcmp(table, "volumes") != 0;
+    json_t *row = db_row(&a->db, is_ds ? "SELECT p.name AS pool, t.name FROM datasets t JOIN pools p ON p.id=t.pool_id WHERE t.id=?"
+                                       : "SELECT p.name AS pool, t.name FROM volumes t JOIN pools p ON p.id=t.pool_id WHERE t.id=?",
+                         "i", id);
+    const char *pn = json_string_value(json_object_get(row, "pool")), *on = json_string_value(json_object_get(row, "name"));
+    bool busy = pn && on && api_receiving(pn, on, is_ds);
+    if (busy) api_error(r, 409, "receiving", "a receive into %s/%s is running", pn, on);
+    json_decref(row);
+    return busy;
+}
+
 struct recv_job {
     struct target t;
     struct storage *st;

@@ -144,6 +144,16 @@ post_stream "$T/full" slow
 wait $SLOW
 [ "$(cat "$T/slow.status")" = 201 ] || fail "the receive that ran meanwhile -> $(cat "$T/slow.status")"
 expect 200 GET volumes/dst/slow
+# while a receive into it runs (the same stream again, forced), an existing volume's
+# record takes no change either
+(post_stream "$T/full" slow "?force=1"; echo "$STATUS" > "$T/slow.status") &
+SLOW=$!
+sleep 0.5
+expect 409 PATCH volumes/dst/slow '{"comment":"x"}'
+[ "$(jget "$BODY" .error.code)" = receiving ] || fail "change during a receive: $BODY"
+wait $SLOW
+[ "$(cat "$T/slow.status")" = 201 ] || fail "the forced receive again -> $(cat "$T/slow.status")"
+expect 200 PATCH volumes/dst/slow '{"comment":"x"}'
 # a client that leaves while its receive runs: the receive ends, its record is made, and
 # its volume takes changes again
 curl -s -o /dev/null --max-time 1 -X POST -H 'Content-Type: application/octet-stream' --data-binary @"$T/full" \
