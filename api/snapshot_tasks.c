@@ -102,6 +102,17 @@ static void st_create(struct api_call *c, struct api_reply *r)
         return;
     if (!every || !keep) { api_error(r, 400, "missing_field", "\"every\" and \"keep\" are required"); return; }
     if (strlen(prefix) > 40) { api_error(r, 400, "invalid_field", "prefix is limited to 40 characters"); return; }
+    /* retention deletes a task's own names, "<prefix>-<time>": a second task with the
+     * prefix, or one with a replication task's "repl<id>", would delete those of the other */
+    if (!strncmp(prefix, "repl", 4) && prefix[4] && strspn(prefix + 4, "0123456789") == strlen(prefix + 4)) {
+        api_error(r, 400, "invalid_field", "prefix \"%s\" is kept for replication tasks", prefix);
+        return;
+    }
+    if (db_int(&c->app->db, 0, "SELECT COUNT(*) FROM snapshot_tasks WHERE kind=? AND pool=? AND name=? AND prefix=?",
+               "ssss", kind, pool, name, prefix)) {
+        api_error(r, 409, "prefix_in_use", "another snapshot task of %s/%s has prefix \"%s\"", pool, name, prefix);
+        return;
+    }
     int64_t id;
     if (db_exec(&c->app->db, &id, "INSERT INTO snapshot_tasks(kind, pool, name, interval_s, keep, prefix, enabled, created) "
                 "VALUES(?,?,?,?,?,?,?,?)", "sssiisii", kind, pool, name, every, keep, prefix, (int64_t)enabled,

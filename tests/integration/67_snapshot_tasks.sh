@@ -40,6 +40,9 @@ expect 201 POST volumes/src/v/snapshots '{"name":"hourly-keepme"}'
 expect 201 POST volumes/src/v/snapshots '{"name":"hourly-20200101-000000-x"}'
 expect 201 POST snapshot-tasks '{"volume":"src/v","every":"1h","keep":2,"prefix":"hourly"}'
 TID=$(jget "$BODY" .id)
+# a second task of the object with that prefix, or a replication task's, would prune the other's
+expect 409 POST snapshot-tasks '{"volume":"src/v","every":"15m","keep":5,"prefix":"hourly"}'
+expect 400 POST snapshot-tasks '{"volume":"src/v","every":"15m","keep":5,"prefix":"repl7"}'
 nsnaps() { api GET volumes/src/v/snapshots | jq "[.[] | select(.name | test(\"^$1-[0-9]{8}-[0-9]{6}(-[0-9]+)?\$\"))] | length"; }
 wait_for() { for _ in $(seq 100); do eval "$1" && return 0; sleep 0.1; done; fail "timed out: $1"; }
 wait_for '[ "$(nsnaps hourly)" = 1 ]'
