@@ -45,7 +45,7 @@ static int wait_for(const struct io *io, short ev)
 static int connect_to(const char *host, const char *port, struct io *io, int timeout_s)
 {
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res)) return -EHOSTUNREACH;
+    if (getaddrinfo(host, port, &hints, &res)) return NASD_HTTP_ERESOLVE;
     int fd = -1, err = -ECONNREFUSED;
     for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
@@ -135,4 +135,9 @@ int nasd_http_request(const char *method, const char *url, const char *token, co
     }
     free(buf);
     return rc ? rc : status;
+}
+
+const char *nasd_http_strerror(int rc)
+{
+    return rc == NASD_HTTP_ERESOLVE ? "host name not resolved" : strerror(-rc);
 }

@@ -220,10 +220,10 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
          * may have applied the stream, so snap stays; the next run's base_of says whether it
          * landed (and drops it if not) */
         maybe_there = status < 0 && status != -ECONNREFUSED && status != -EHOSTUNREACH && status != -ENETUNREACH &&
-                      status != -EINVAL && status != -EPROTONOSUPPORT;
+                      status != NASD_HTTP_ERESOLVE && status != -EINVAL && status != -EPROTONOSUPPORT;
         if (status != 201) {
             rc = status < 0 ? status : -EIO;
-            snprintf(err, sizeof err, "target %s: %s%s", url, status < 0 ? strerror(-status) : "", status < 0 ? "" : resp);
+            snprintf(err, sizeof err, "target %s: %s%s", url, status < 0 ? nasd_http_strerror(status) : "", status < 0 ? "" : resp);
         }
     }
     if (fd >= 0) close(fd);

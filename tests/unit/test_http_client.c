@@ -99,6 +99,16 @@ START_TEST(refused_and_answered)
 }
 END_TEST
 
+/* a replication target's mistyped host name reads as such, not as "No route to host" */
+START_TEST(unresolved_name_says_so)
+{
+    int rc = nasd_http_request("GET", "http://no-such-host.invalid:8080/", NULL, NULL, -1, 0, NULL, 0, 2, NULL);
+    ck_assert_int_eq(rc, NASD_HTTP_ERESOLVE);
+    ck_assert_str_eq(nasd_http_strerror(rc), "host name not resolved");
+    ck_assert_str_eq(nasd_http_strerror(-ECONNREFUSED), strerror(ECONNREFUSED));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("http_client");
@@ -107,6 +117,7 @@ int main(void)
     tcase_add_test(tc, slow_response_ends_at_the_deadline);
     tcase_add_test(tc, cancel_ends_the_request);
     tcase_add_test(tc, refused_and_answered);
+    tcase_add_test(tc, unresolved_name_says_so);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
