@@ -168,26 +168,21 @@ static void ceph_pool_attach(struct appliance *a, const char *name, json_t *body
 }
 
 /* Refuses (409, with what was found) to overwrite existing content on the given paths
- * unless force; with force, wipes signatures and old nasd labels first. Members of a
- * pool that is open here or by a live nasd are refused even with force. 0: go on. */
-static int check_existing(struct appliance *a, const char *const *paths, int n, int force, struct api_reply *r)
+ * unless force; with force, wipe[i] says which to erase: the storage layer does it once
+ * nothing else refuses the operation (a refused one leaves the disks as they were).
+ * Members of a pool that is open here or by a live nasd, and block devices the system
+ * holds (mounted, md, dm), are refused even with force. 0: go on. */
+static int check_existing(struct appliance *a, const char *const *paths, int n, int force, int *wipe,
+                          struct api_reply *r)
 {
     json_t *found = json_array();
     int worst = MEMBER_FREE;
     for (int i = 0; i < n; i++) {
         int v = member_probe(a->storage, paths[i], found);
+        wipe[i] = v == MEMBER_HAS_DATA;
         if (v > worst) worst = v;
     }
     if (worst == MEMBER_FREE || (worst == MEMBER_HAS_DATA && force)) {
-        for (int i = 0; worst == MEMBER_HAS_DATA && i < n; i++) {
-            int rc = member_wipe(paths[i]);
-            if (rc) {
-                api_error(r, 500, "internal", "cannot wipe %s: %s", paths[i], strerror(-rc));
-                json_decref(found);
-                return -1;
-            }
-            log_warn("%s: existing content overwritten (force)", paths[i]);
-        }
         json_decref(found);
         return 0;
     }
@@ -271,14 +266,17 @@ void api_pool_create(struct appliance *a, json_t *body, struct api_reply *r)
             return;
         }
     }
-    const char *existing[16];
-    int nexisting = 0;
+    const char *existing[16] = { 0 };
+    int nexisting = 0, wipe[16] = { 0 }, at[16] = { 0 };
     for (int i = 0; i < n; i++)
-        if (!m[i].create) existing[nexisting++] = m[i].path;
-    if (check_existing(a, existing, nexisting, force, r)) return;
+        if (!m[i].create) at[nexisting] = i, existing[nexisting++] = m[i].path;
+    if (check_existing(a, existing, nexisting, force, wipe, r)) return;
+    for (int k = 0; k < nexisting; k++) m[at[k]].wipe = wipe[k];
     char err[512];
     int rc = storage_pool_create(a->storage, name, layout, m, n, err, sizeof err);
     if (rc) { api_errno(r, rc, err); return; }
+    for (int i = 0; i < n; i++)
+        if (m[i].wipe) log_warn("%s: existing content overwritten (force)", m[i].path);
     int64_t id;
     if (record_pool(a, name, layout, comment, NULL, &id)) {
         api_error(r, 500, "db", "cannot record pool: %s", db_errmsg(&a->db));
@@ -410,7 +408,7 @@ static void action(struct api_call *c, struct api_reply *r)
     int64_t idx = -1;
     const char *path = NULL;
     uint64_t size = 0;
-    int create = 0, force = 0;
+    int create = 0, force = 0, wipe = 0;
     if (api_body_object(c, r, allowed) || api_get_int(c, r, "member", 0, 15, &idx) ||
         api_get_str(c, r, "path", 0, &path) || api_get_size(c, r, "size", 0, &size) ||
         api_get_bool(c, r, "create", &create) || api_get_bool(c, r, "force", &force))
@@ -427,10 +425,11 @@ static void action(struct api_call *c, struct api_reply *r)
             return;
         }
         struct stat sb;
-        if (!create && stat(path, &sb) == 0 && check_existing(a, &path, 1, force, r)) return;
+        if (!create && stat(path, &sb) == 0 && check_existing(a, &path, 1, force, &wipe, r)) return;
     }
-    rc = storage_pool_member(a->storage, name, c->action, (int)idx, path, create ? size : 0, err, sizeof err);
+    rc = storage_pool_member(a->storage, name, c->action, (int)idx, path, create ? size : 0, wipe, err, sizeof err);
     if (rc) { api_errno(r, rc == -EBUSY ? -EBUSY : rc, err); return; }
+    if (wipe) log_warn("%s: existing content overwritten (force)", path);
     if (!strcmp(c->action, "replace"))
         db_exec(&a->db, NULL, "UPDATE pool_members SET path=? WHERE pool_id=? AND idx=?", "sii", path, id, idx);
     log_info("pool %s: member %lld %s", name, (long long)idx, c->action);

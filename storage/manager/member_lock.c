@@ -1,5 +1,6 @@
 /* One owner per pool member: an exclusive flock on every member while its pool is open
  * (a second pool, in this nasd or another process, is refused and told who holds it),
+ * an exclusive claim on a block device (no mount, md or dm on it meanwhile),
  * and the owner sector with a heartbeat for disks shared between hosts (ZFS multihost
  * style): import refuses a pool whose heartbeat still advances elsewhere. */
 #define _GNU_SOURCE
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,8 +27,16 @@ int members_lock(const char *const *paths, const int *create, int n, int strict,
     for (int i = 0; i < n; i++) fds[i] = -1;
     for (int i = 0; i < n; i++) {
         pid_t holder = 0;
-        int fd = nasd_flock_open(paths[i], O_RDWR | (create && create[i] ? O_CREAT : 0), &holder);
+        struct stat sb;
+        /* a block device is also claimed: nobody mounts it or builds md/dm on it meanwhile */
+        int excl = stat(paths[i], &sb) == 0 && S_ISBLK(sb.st_mode) ? O_EXCL : 0;
+        int fd = nasd_flock_open(paths[i], O_RDWR | excl | (create && create[i] ? O_CREAT : 0), &holder);
         if (fd == -ENOENT || fd == -ENXIO) continue;     /* a missing member: the import decides */
+        if (fd == -EBUSY && excl) {
+            snprintf(err, errlen, "%s is held by the system (a mounted filesystem, or md, dm or LVM uses it)", paths[i]);
+            members_unlock(fds, i);
+            return -EBUSY;
+        }
         if (fd == -EWOULDBLOCK) {
             if (holder == getpid()) snprintf(err, errlen, "%s is in use by another pool of this nasd", paths[i]);
             else if (holder) snprintf(err, errlen, "%s is in use by process %d (another nasd or tool has it open "

@@ -10,6 +10,7 @@
 #include <blkid/blkid.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -113,6 +114,17 @@ static int64_t probe_data(const char *path)
     return at;
 }
 
+/* A block device the kernel holds: an exclusive open fails while it, or a partition of
+ * it, is mounted or used by md, dm or LVM (nasd's own pools hold theirs so too). */
+static bool block_held(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) || !S_ISBLK(sb.st_mode)) return false;
+    int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+    if (fd >= 0) close(fd);
+    return fd < 0 && errno == EBUSY;
+}
+
 int member_probe(struct storage *st, const char *path, json_t *found)
 {
     struct vpool_peek pk;
@@ -128,6 +140,10 @@ int member_probe(struct storage *st, const char *path, json_t *found)
     if (lfd == -EWOULDBLOCK) {
         if (holder == getpid()) add(found, path, "in_use", "in use by a pool of this nasd");
         else add(found, path, "in_use", "open and locked by process %d (another nasd?)", (int)holder);
+        return MEMBER_LIVE;
+    }
+    if (block_held(path)) {
+        add(found, path, "in_use", "held by the system (a mounted filesystem, or md, dm or LVM uses it)");
         return MEMBER_LIVE;
     }
     int verdict = MEMBER_FREE;

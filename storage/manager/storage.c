@@ -2,6 +2,7 @@
  * pool; datasets are directories under <state>/pools/<name>/datasets/. */
 #define _GNU_SOURCE
 #include "storage/manager/storage_impl.h"
+#include "storage/manager/member_probe.h"
 #include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "storage/pool/vpool_owner.h"
@@ -211,6 +212,7 @@ int storage_pool_create(struct storage *st, const char *name, const char *layout
         if (!m[i].create && S_ISREG(s.st_mode) && (uint64_t)s.st_size < MIN_MEMBER) { snprintf(err, errlen, "member %s is smaller than 64M", m[i].path); return -EINVAL; }
         spec[i].path = paths[i] = m[i].path;
         spec[i].create_size = m[i].create ? m[i].size : 0;
+        spec[i].wipe = m[i].wipe && !m[i].create ? member_wipe : NULL;
     }
     int fds[VPOOL_MAX_MEMBERS], create[VPOOL_MAX_MEMBERS];
     for (int i = 0; i < n; i++) create[i] = m[i].create;
@@ -423,7 +425,7 @@ int storage_pool_clear(struct storage *st, const char *name, char *err, size_t e
 }
 
 int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
-                        uint64_t create_size, char *err, size_t errlen)
+                        uint64_t create_size, int wipe, char *err, size_t errlen)
 {
     POOL_REF(r);
     struct pool *p = pool_hold(st, &r, name);
@@ -440,7 +442,7 @@ int storage_pool_member(struct storage *st, const char *name, const char *op, in
         int fd, cr = create_size > 0;
         rc = members_lock(&new_path, &cr, 1, 1, &fd, err, errlen);
         if (rc) return rc;
-        rc = vpool_member_replace(vp, idx, new_path, create_size);
+        rc = vpool_member_replace(vp, idx, new_path, create_size, wipe ? member_wipe : NULL);
         pthread_mutex_lock(&st->lock);
         if (!rc) {
             snprintf(p->members[idx], sizeof p->members[idx], "%s", new_path);

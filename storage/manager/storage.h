@@ -10,7 +10,7 @@
 
 struct storage;
 
-struct storage_member { char path[1024]; uint64_t size; int create; };
+struct storage_member { char path[1024]; uint64_t size; int create; int wipe; /* force: erase what it holds */ };
 
 /* cache_bytes: RAM read cache per pool, dirty_bytes: its write-back budget (0: engine
  * defaults, see vpool_opts). */
@@ -48,9 +48,10 @@ json_t *storage_pool_status(struct storage *st, const char *name);
 int storage_pool_scrub(struct storage *st, const char *name, char *err, size_t errlen);
 /* Resets member error counters; faulted members still present are resilvered. */
 int storage_pool_clear(struct storage *st, const char *name, char *err, size_t errlen);
-/* op: "offline" | "online" | "replace" (new_path, create_size for replace). */
+/* op: "offline" | "online" | "replace" (new_path, create_size for replace; wipe: force,
+ * erase what new_path holds once nothing else refuses the replace). */
 int storage_pool_member(struct storage *st, const char *name, const char *op, int idx, const char *new_path,
-                        uint64_t create_size, char *err, size_t errlen);
+                        uint64_t create_size, int wipe, char *err, size_t errlen);
 /* Volumes recorded in the pool itself: [{"name","size","lz4"}] (for import); NULL if unknown. */
 json_t *storage_pool_volumes(struct storage *st, const char *name);
 

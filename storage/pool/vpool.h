@@ -46,9 +46,14 @@ enum vpool_member_state {
  * take space a thick volume was promised. */
 #define VPOOL_VOL_THIN    2
 
+/* Erases what a member held before (the caller's choice, with force); called once the
+ * engine has checked everything else, right before its first write to the member. */
+typedef int (*vpool_wipe_fn)(const char *path);
+
 struct vpool_member_spec {
     const char *path;
     uint64_t create_size;   /* >0: create a sparse file of that size if missing */
+    vpool_wipe_fn wipe;     /* set: an old nasd label does not refuse the member, wipe erases it */
 };
 struct vpool_opts {
     uint64_t cache_bytes;   /* RAM read cache, 0 = default 64 MiB */
@@ -113,7 +118,7 @@ int  vpool_vol_list(struct vpool *p, char names[][64], uint64_t *sizes, int max)
 int  vpool_scrub_start(struct vpool *p);     /* background thread; -EBUSY if scrub/resilver runs */
 int  vpool_member_offline(struct vpool *p, int idx);
 int  vpool_member_online(struct vpool *p, int idx);   /* resilvers what changed while offline */
-int  vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_t create_size);
+int  vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_t create_size, vpool_wipe_fn wipe);
 /* Resets every member's error counters (persisted) and resilvers faulted members that
  * are still present back online. A member is faulted after VP_READ_ERR_LIMIT read
  * errors (a read past its end counts: a shrunken file is not zeros), a failed write or

@@ -200,7 +200,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
         if (fd < 0) { rc = fd; break; }
         p->m[i].fd = fd;
         struct vp_label l;
-        if (vp_read_label(fd, VP_LABEL_A, &l) == 0 || vp_read_label(fd, VP_LABEL_B, &l) == 0) {
+        if (!ms[i].wipe && (vp_read_label(fd, VP_LABEL_A, &l) == 0 || vp_read_label(fd, VP_LABEL_B, &l) == 0)) {
             vp_set_err(err, errlen, "%s already belongs to pool '%s'; destroy that pool first", ms[i].path, l.name);
             rc = -EEXIST;
             break;
@@ -217,6 +217,9 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
                    "give %llu GiB: use smaller members or raidz1-inplace", (unsigned long long)(vp_xl_nphys(p) * VP_SECTOR >> 30));
         rc = -EFBIG;
     }
+    for (int i = 0; i < n && !rc; i++)   /* nothing refused the members: the first writes */
+        if (ms[i].wipe && (rc = ms[i].wipe(ms[i].path)))
+            vp_set_err(err, errlen, "cannot wipe %s: %s", ms[i].path, strerror(-rc));
     for (int i = 0; i < n && !rc; i++) vp_journal_fill(p, p->m[i].fd, p->m[i].path);
     if (!rc && (rc = vp_meta_alloc(p))) vp_set_err(err, errlen, "out of memory for metadata");
     if (!rc) vp_meta_regions_init(p, vp_test_meta_regions);
@@ -493,7 +496,7 @@ int vpool_member_online(struct vpool *p, int idx)
     return vp_bg_start(p, s == VPOOL_M_OFFLINE ? 3 : 2, 1u << idx);
 }
 
-int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_t create_size)
+int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_t create_size, vpool_wipe_fn wipe)
 {
     if (idx < 0 || idx >= p->n || !new_path) return -EINVAL;
     if (p->layout == VPOOL_STRIPE && atomic_load(&p->m[idx].state) != VPOOL_M_ONLINE) return -ENOTSUP;
@@ -504,6 +507,8 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
     if (fd < 0) return fd;
     if (size < p->member_size) { close(fd); return -ENOSPC; }
     if (p->layout == VPOOL_STRIPE) { close(fd); return -ENOTSUP; }   /* no redundancy to rebuild from */
+    int wr = wipe ? wipe(new_path) : 0;
+    if (wr) { close(fd); return wr; }
     vp_bg_stop(p);
     pthread_mutex_lock(&p->commit_lock);
     int rc = vp_commit(p);

@@ -4,11 +4,20 @@
 # a member of an exported nasd pool is refused with a hint to import it; a file with random
 # data somewhere in it is refused; a fresh sparse file and the members of a pool destroyed by
 # nasd are accepted without force; replace with an ext4 image is refused, forced works.
+# A forced create or replace that is refused for another reason leaves the disk as it was;
+# a mounted block device is refused even with force, and a pool's block device cannot be
+# mounted while the pool is open (root and loop devices only).
 set -u
 . "$(dirname "$0")/lib.sh"
 command -v mkfs.ext4 >/dev/null || fail "mkfs.ext4 missing (e2fsprogs)"
 TMP=$(mktemp -d /tmp/nasd-existing-XXXXXX)
-trap 'stop_nasd; rm -rf "$TMP"' EXIT
+LOOP=""
+cleanup() {
+    stop_nasd
+    if [ -n "$LOOP" ]; then umount "$TMP/mnt" 2>/dev/null; losetup -d "$LOOP" 2>/dev/null; fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
 mkdir -p "$TMP/state" "$TMP/exp"
 start_nasd "$TMP/state"
 
@@ -77,4 +86,40 @@ api POST pools/pm/replace "{\"member\":1,\"path\":\"$TMP/ext4b.img\"}" >/dev/nul
 expect 200 POST pools/pm/replace "{\"member\":1,\"path\":\"$TMP/ext4b.img\",\"force\":true}"
 echo "replace onto an ext4 image refused, forced works"
 expect 400 POST pools "{\"name\":\"p5\",\"members\":[\"$TMP/fresh.img\"],\"force\":\"yes\"}"
+
+# force erases only once nothing else refuses: a refused request leaves the disk as it was
+truncate -s 128M "$TMP/held.img" && mkfs.ext4 -q -F "$TMP/held.img" || fail "mkfs.ext4"
+sleep 30 < "$TMP/held.img" & HOLDER=$!
+api POST pools "{\"name\":\"ph\",\"members\":[\"$TMP/held.img\"],\"force\":true}" >/dev/null; body=$BODY
+kill $HOLDER 2>/dev/null; wait $HOLDER 2>/dev/null
+[ "$STATUS" = 409 ] && jget "$body" .error.message | grep -q "open in process" || fail "forced create on an open file: $STATUS $body"
+blkid -p "$TMP/held.img" 2>/dev/null | grep -q ext4 || fail "a refused forced create wiped the disk"
+api POST pools/pm/replace "{\"member\":9,\"path\":\"$TMP/held.img\",\"force\":true}" >/dev/null
+[ "$STATUS" = 400 ] || fail "replace of member 9: $STATUS $BODY"
+truncate -s 32M "$TMP/small.img" && mkfs.ext4 -q -F "$TMP/small.img" && truncate -s 100M "$TMP/small.img" || fail "small image"
+api POST pools/pm/replace "{\"member\":1,\"path\":\"$TMP/small.img\",\"force\":true}" >/dev/null
+[ "$STATUS" != 200 ] || fail "replace with a member smaller than the pool's: 200"
+blkid -p "$TMP/held.img" 2>/dev/null | grep -q ext4 || fail "a refused forced replace wiped the disk"
+blkid -p "$TMP/small.img" 2>/dev/null | grep -q ext4 || fail "a forced replace refused for size wiped the disk"
+echo "refused forced create / replace leave the disks as they were"
+
+# block devices the system holds
+if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null && LOOP=$(losetup -f --show "$TMP/held.img" 2>/dev/null); then
+    mkdir -p "$TMP/mnt"
+    if mount "$LOOP" "$TMP/mnt" 2>/dev/null; then
+        api POST pools "{\"name\":\"pl\",\"members\":[\"$LOOP\"],\"force\":true}" >/dev/null; body=$BODY
+        [ "$STATUS" = 409 ] && jget "$body" '.found[0].what' | grep -q "held by the system" || fail "mounted $LOOP: $STATUS $body"
+        blkid -p "$LOOP" 2>/dev/null | grep -q ext4 || fail "a mounted device was wiped"
+        umount "$TMP/mnt" || fail "umount"
+        echo "a mounted block device is refused even with force"
+        expect 201 POST pools "{\"name\":\"pl\",\"members\":[\"$LOOP\"],\"force\":true}"
+        mount "$LOOP" "$TMP/mnt" 2>/dev/null && fail "the pool's block device could be mounted while the pool is open"
+        expect 204 DELETE pools/pl
+        echo "an open pool's block device cannot be mounted"
+    else
+        echo "note: mount of a loop device not allowed here, mounted-device case skipped"
+    fi
+else
+    echo "note: not root or no loop device, block device cases skipped"
+fi
 echo "PASS: existing data is never overwritten without force"

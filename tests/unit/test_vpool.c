@@ -235,7 +235,7 @@ START_TEST(t_raidz1_missing_member_replace)
     check_pattern(b, 12ull << 20, 4ull << 20, 12);
     check_pattern_random(b, 16ull << 20, 16ull << 20, 300, 13);
 
-    ck_assert_int_eq(vpool_member_replace(p, 2, t.member[4], MEMBER_SIZE), 0);
+    ck_assert_int_eq(vpool_member_replace(p, 2, t.member[4], MEMBER_SIZE, NULL), 0);
     vpool_wait_background(p);
     vpool_get_status(p, &st);
     ck_assert_int_eq(st.state, VPOOL_ONLINE);
@@ -580,7 +580,7 @@ START_TEST(t_thin_enospc)
     b = open_vol(p, "v", 4096);
     check_pattern(b, 0, 4ull << 20, 81);
     nasd_bdev_put(b);
-    ck_assert_int_eq(vpool_member_replace(p, 1, t.member[1], 0), 0);   /* reuse the same disk */
+    ck_assert_int_eq(vpool_member_replace(p, 1, t.member[1], 0, NULL), 0);   /* reuse the same disk */
     vpool_wait_background(p);
     vpool_get_status(p, &st);
     ck_assert_int_eq(st.state, VPOOL_ONLINE);

@@ -396,7 +396,7 @@ START_TEST(t_member_dies_online)
     b = open_vol(p, "v", 4096);
     check_pattern(b, 0, 8ull << 20, 5);
     check_pattern(b, 8ull << 20, 8ull << 20, 6);
-    ck_assert_int_eq(vpool_member_replace(p, 2, t.member[4], MEMBER_SIZE), 0);
+    ck_assert_int_eq(vpool_member_replace(p, 2, t.member[4], MEMBER_SIZE, NULL), 0);
     vpool_wait_background(p);
     vpool_get_status(p, &st);
     ck_assert_int_eq(st.state, VPOOL_ONLINE);
