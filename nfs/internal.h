@@ -105,6 +105,9 @@ struct nfs_conn {
     struct sockaddr_storage peer;
     char peer_str[64];
     struct rm_reasm rm;
+    uint8_t *stash;             /* read but not parsed: the connection had its fill of calls */
+    size_t stash_off, stash_len;/* network thread only */
+    atomic_int has_stash;       /* stash_len > 0, for conn_update_events_locked */
     pthread_mutex_t send_lock;  /* reply output, out_* and epoll event changes */
     atomic_int dead;
     atomic_int inflight;

@@ -64,6 +64,7 @@ static void conn_put(struct nfs_conn *c)
         if (c->srv) set_queued(c, 0);
         close(c->fd);
         rm_free(&c->rm);
+        free(c->stash);
         free(c->out);
         pthread_mutex_destroy(&c->send_lock);
         free(c);
@@ -82,7 +83,9 @@ static size_t out_pending(const struct nfs_conn *c) { return c->out_len - c->out
 static void conn_update_events_locked(struct nfs_conn *c)
 {
     if (atomic_load(&c->dead)) return;
-    uint32_t ev = (atomic_load(&c->paused) ? 0 : EPOLLIN | EPOLLRDHUP) | (out_pending(c) ? EPOLLOUT : 0);
+    /* a stash to parse: EPOLLOUT brings the network loop back to it (no bytes may come) */
+    uint32_t ev = (atomic_load(&c->paused) ? 0 : EPOLLIN | EPOLLRDHUP | (atomic_load(&c->has_stash) ? EPOLLOUT : 0)) |
+                  (out_pending(c) ? EPOLLOUT : 0);
     if (ev == c->ep_events) return;
     c->ep_events = ev;
     struct epoll_event e = { .events = ev, .data.ptr = c };
@@ -448,7 +451,9 @@ static int on_record(void *arg, uint8_t *rec, size_t len)
     if (b->tail) b->tail->next = r; else b->head = r;
     b->tail = r;
     b->n++;
-    return 0;
+    /* its fill: the rest waits in the stash and the socket (read while a reader's calls
+     * run, a flood of small calls queued 95k at a time and starved every other client) */
+    return atomic_load(&b->conn->inflight) >= CONN_MAX_INFLIGHT ? RM_PAUSE : 0;
 }
 
 static void queue_batch(struct nfs_server *s, struct batch *b)
@@ -479,22 +484,39 @@ static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf
                           struct nfs_req **keep)
 {
     struct batch b = { .conn = c, .now = nasd_now_ns() };
-    int closing = 0;
-    for (int round = 0; round < 16; round++) {
+    int closing = 0, had_stash = c->stash_len > 0;
+    size_t used = 0;
+    if (c->stash_len && atomic_load(&c->inflight) < CONN_MAX_INFLIGHT) {
+        int e = rm_feed_some(&c->rm, c->stash + c->stash_off, c->stash_len, on_record, &b, &used);
+        if (e < 0) closing = e;
+        c->stash_off += used;
+        c->stash_len -= used;
+        if (!c->stash_len) {
+            free(c->stash);
+            c->stash = NULL;
+            c->stash_off = 0;
+        }
+    }
+    for (int round = 0; round < 16 && !closing && !c->stash_len && atomic_load(&c->inflight) < CONN_MAX_INFLIGHT; round++) {
         ssize_t n = recv(c->fd, buf, bufsz, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
         if (n <= 0) { closing = 1; break; }
         atomic_store(&c->last_io_ns, b.now);
-        int e = rm_feed(&c->rm, buf, (size_t)n, on_record, &b);
-        if (e < 0) {
-            log_warn("nfs: %s: bad record marking (%s); closing", c->peer_str,
-                     e == -EMSGSIZE ? "record too large" : strerror(-e));
-            closing = 1;
+        int e = rm_feed_some(&c->rm, buf, (size_t)n, on_record, &b, &used);
+        if (e < 0) { closing = e; break; }
+        if (used < (size_t)n) {   /* the connection's fill of calls: the rest is parsed later */
+            if (!(c->stash = malloc((size_t)n - used))) { closing = -ENOMEM; break; }
+            memcpy(c->stash, buf + used, (size_t)n - used);
+            c->stash_len = (size_t)n - used;
             break;
         }
         if ((size_t)n < bufsz) break;
     }
+    atomic_store(&c->has_stash, c->stash_len > 0);
+    if (closing < 0)
+        log_warn("nfs: %s: bad record marking (%s); closing", c->peer_str,
+                 closing == -EMSGSIZE ? "record too large" : strerror(-closing));
     if (!*keep && b.head) {
         *keep = b.head;
         b.head = b.head->next;
@@ -504,14 +526,15 @@ static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf
     }
     queue_batch(s, &b);
     if (closing || atomic_load(&c->dead)) { conn_close(s, c); return; }
-    if (atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT || atomic_load(&c->out_queued) >= OUT_PAUSE_BYTES) {
+    if (had_stash || c->stash_len || atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT ||
+        atomic_load(&c->out_queued) >= OUT_PAUSE_BYTES) {
         pthread_mutex_lock(&c->send_lock);
-        if (atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT || out_pending(c) >= OUT_PAUSE_BYTES) {
+        if (c->stash_len || atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT || out_pending(c) >= OUT_PAUSE_BYTES) {
             atomic_store(&c->paused, 1);
             /* workers that finished before the store did not see the flag */
             if (conn_may_resume(c)) atomic_store(&c->paused, 0);
-            conn_update_events_locked(c);
         }
+        conn_update_events_locked(c);
         pthread_mutex_unlock(&c->send_lock);
     }
 }
@@ -627,7 +650,8 @@ static struct nfs_req *net_lead(struct nfs_server *s, struct nfs_worker *w)
             if (t->kind == TAG_LISTEN) { if (!s->accept_resume_ns) accept_all(s, t->idx); continue; }
             struct nfs_conn *c = (struct nfs_conn *)t;
             if (evs[i].events & EPOLLOUT) conn_flush(c);   /* never frees c */
-            if (evs[i].events & EPOLLIN) conn_readable(s, c, w->netbuf, NFS_NET_BUF, &keep);
+            if ((evs[i].events & EPOLLIN) || ((evs[i].events & EPOLLOUT) && atomic_load(&c->has_stash) && !atomic_load(&c->paused)))
+                conn_readable(s, c, w->netbuf, NFS_NET_BUF, &keep);
             else if (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) conn_close(s, c);
         }
         uint64_t now = nasd_now_ns();   /* timers run after the batch: no event refers to a closed conn */

@@ -31,6 +31,14 @@ static int rm_grow(struct rm_reasm *r, size_t need)
 
 int rm_feed(struct rm_reasm *r, const uint8_t *data, size_t n, rm_record_cb cb, void *arg)
 {
+    size_t used;
+    return rm_feed_some(r, data, n, cb, arg, &used);
+}
+
+int rm_feed_some(struct rm_reasm *r, const uint8_t *data, size_t n, rm_record_cb cb, void *arg, size_t *used)
+{
+    const uint8_t *start = data;
+    *used = 0;
     while (n > 0 || (r->in_frag && r->frag_left == 0)) {
         if (!r->in_frag) {
             size_t take = 4 - r->hdr_have;
@@ -39,7 +47,7 @@ int rm_feed(struct rm_reasm *r, const uint8_t *data, size_t n, rm_record_cb cb, 
             r->hdr_have += take;
             data += take;
             n -= take;
-            if (r->hdr_have < 4) return 0;
+            if (r->hdr_have < 4) break;
             uint32_t h = ((uint32_t)r->hdr[0] << 24) | ((uint32_t)r->hdr[1] << 16) |
                          ((uint32_t)r->hdr[2] << 8) | r->hdr[3];
             r->hdr_have = 0;
@@ -60,7 +68,7 @@ int rm_feed(struct rm_reasm *r, const uint8_t *data, size_t n, rm_record_cb cb, 
             data += take;
             n -= take;
         }
-        if (r->frag_left) return 0;
+        if (r->frag_left) break;
         r->in_frag = 0;
         if (r->last) {
             uint8_t *rec = r->rec;
@@ -70,7 +78,9 @@ int rm_feed(struct rm_reasm *r, const uint8_t *data, size_t n, rm_record_cb cb, 
             if (!rec) { rec = malloc(1); if (!rec) return -ENOMEM; }
             int e = cb(arg, rec, len);
             if (e < 0) return e;
+            if (e == RM_PAUSE) break;
         }
     }
+    *used = (size_t)(data - start);
     return 0;
 }

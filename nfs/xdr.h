@@ -141,11 +141,16 @@ struct rm_reasm {
     size_t max_record;     /* protocol limit; larger records are an error */
 };
 
-/* Called with each complete record; takes ownership of rec (free()). Return <0 to stop. */
+/* Called with each complete record; takes ownership of rec (free()). Return <0 to stop
+ * with an error, RM_PAUSE to stop after this record (rm_feed_some). */
 typedef int (*rm_record_cb)(void *arg, uint8_t *rec, size_t len);
+#define RM_PAUSE 1
 
 void rm_init(struct rm_reasm *r, size_t max_record);
 void rm_free(struct rm_reasm *r);
 /* Feed stream bytes. Returns 0, -EMSGSIZE on an oversized record, -ENOMEM, or the
  * callback's negative return value. */
 int rm_feed(struct rm_reasm *r, const uint8_t *data, size_t n, rm_record_cb cb, void *arg);
+/* rm_feed that stops where the callback returned RM_PAUSE: *used bytes of data were
+ * taken (all of them unless paused; the caller keeps the rest for later). */
+int rm_feed_some(struct rm_reasm *r, const uint8_t *data, size_t n, rm_record_cb cb, void *arg, size_t *used);

@@ -1,7 +1,7 @@
 #!/bin/bash
-# NFS descriptor and log hardening (issue #11.5, .7, .8) against nfs_serve:
+# NFS descriptor, memory and log hardening (issue #11.5, .7, .8) against nfs_serve:
 # connection caps per client address and in all, idle connections closed, clients
-# outside every export's list refused at connect, EMFILE in accept backs off with a
+# outside every export's list refused at connect, a pipelining client bounded, EMFILE in accept backs off with a
 # bounded log instead of a spin, the MOUNT table stays one entry per path whatever
 # its spelling, and a MOUNT path cannot inject lines into the log.
 set -u
@@ -80,6 +80,19 @@ echo "log after 3 s at EMFILE: $lines accept lines, $bytes bytes"
 [ "$bytes" -lt 20000 ] || fail "log flood at EMFILE: $bytes bytes"
 sleep 0.5
 $P null 127.0.0.1 $NP 100003 3 >/dev/null || fail "NULL after EMFILE"
+nfs_serve_down
+
+echo "== a client that sends calls without reading replies"
+# 16 connections pipeline 4 MiB of GETATTRs each: a connection's calls in the server are
+# bounded (256), the rest waits in the socket. Before, every call read (16 x 256 KiB per
+# event) was queued: +394 MB, and another client waited 1.4 s behind them.
+nfs_serve_up "$TMP" --dir "$TMP/exp" --path /export --nfsport $NP --mountport $MP
+out=$(timeout 120 $P flood 127.0.0.1 $NP $MP /export 16 4 $PID) || fail "flood: $out"
+echo "$out"
+grown=$(echo "$out" | sed -n 's/.*rss +\([0-9-]*\) MB/\1/p'); lat=$(echo "$out" | sed -n 's/getattr \([0-9.]*\) s.*/\1/p')
+[ "$grown" -lt 64 ] || fail "server memory grew by $grown MB under the flood"
+awk -v l="$lat" 'BEGIN { exit !(l < 1.0) }' || fail "another client's GETATTR took $lat s under the flood"
+$P null 127.0.0.1 $NP 100003 3 >/dev/null || fail "NULL after the flood"
 nfs_serve_down
 
 echo "== MOUNT table and log injection"

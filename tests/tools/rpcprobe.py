@@ -9,14 +9,20 @@ server does with odd input). Subcommands print one result line; exit 0 if it hol
                                                     the server left open after SECONDS (1)
   rpcprobe.py closed HOST PORT SECONDS              a silent connection is closed by the server
                                                     within SECONDS
+  rpcprobe.py linkrace HOST PORT MPORT PATH N        N rounds of REMOVE of a 1 MiB file raced by a LINK
+                                                    of it from another connection; prints the export's
+                                                    available bytes and the bytes the file still uses
+  rpcprobe.py flood HOST PORT MPORT PATH N MB PID   N connections each send MB MiB of GETATTR calls
+                                                    without reading replies; prints another client's
+                                                    GETATTR latency and the server's VmRSS growth (MB)
 """
-import socket, struct, sys, time, select
+import socket, struct, sys, time, select, threading
 
 PROG_MOUNT, PROG_NFS, PROG_PMAP = 100005, 100003, 100000
 
-def call(xid, prog, vers, proc, args=b""):
-    cred = struct.pack(">II", 0, 0)      # AUTH_NONE
-    body = struct.pack(">IIIIII", xid, 0, 2, prog, vers, proc) + cred + cred + args
+def call(xid, prog, vers, proc, args=b"", cred=None):
+    none = struct.pack(">II", 0, 0)      # AUTH_NONE
+    body = struct.pack(">IIIIII", xid, 0, 2, prog, vers, proc) + (cred or none) + none + args
     return struct.pack(">I", 0x80000000 | len(body)) + body
 
 def xdr_string(s):
@@ -57,6 +63,56 @@ def rpc(host, port, prog, vers, proc, args=b""):
     r = reply(s)
     s.close()
     return r
+
+def auth_sys(uid, gid):
+    body = struct.pack(">I", 0) + xdr_string("t") + struct.pack(">IIII", uid, gid, 1, gid)
+    return struct.pack(">I", 1) + xdr_string(body)
+
+def mount_fh(host, mport, path):
+    st, body = rpc(host, mport, PROG_MOUNT, 3, 1, xdr_string(path))
+    if st != 0 or struct.unpack(">I", body[:4])[0] != 0:
+        raise SystemExit("MNT %s failed" % path)
+    return body[4:8 + struct.unpack(">I", body[4:8])[0]]    # the opaque handle, length included
+
+def pad(b):
+    return b + b"\0" * ((4 - len(b) % 4) % 4)
+
+def linkrace(host, port, mport, path, rounds):
+    root = mount_fh(host, mport, path)
+    cred = auth_sys(1000, 1000)
+    a, b = dial(host, port, timeout=30), dial(host, port, timeout=30)
+    xid = [100]
+    def nfs(sock, proc, args):
+        xid[0] += 1
+        sock.sendall(call(xid[0], PROG_NFS, 3, proc, args, cred))
+        return reply(sock)
+    def fresh(name):   # CREATE UNCHECKED 0644, then 1 MiB
+        st, body = nfs(a, 8, pad(root) + xdr_string(name) + struct.pack(">IIIIIIIIII", 0, 1, 0o644, 0, 0, 0, 0, 0, 0, 0))
+        if st != 0 or body[:8] != struct.pack(">II", 0, 1):    # NFS3_OK, a handle follows
+            raise SystemExit("CREATE %s failed" % name)
+        fh = body[8:12 + struct.unpack(">I", body[8:12])[0]]
+        nfs(a, 7, pad(fh) + struct.pack(">QII", 0, 1 << 20, 0) + xdr_string(b"Z" * (1 << 20)))
+        return fh
+    def used(fh):      # GETATTR: fattr3's used, or None when the file is gone
+        st, body = nfs(a, 1, pad(fh))
+        return struct.unpack(">Q", body[32:40])[0] if st == 0 and body[:4] == b"\0" * 4 else None
+    cur, fh = "f0", fresh("f0")
+    for i in range(rounds):
+        new = "f%d" % (i + 1)
+        xid[0] += 2
+        rm = call(xid[0] - 1, PROG_NFS, 3, 12, pad(root) + xdr_string(cur), cred)
+        ln = call(xid[0], PROG_NFS, 3, 15, pad(fh) + pad(root) + xdr_string(new), cred)
+        t = threading.Thread(target=b.sendall, args=(ln,))
+        t.start(); a.sendall(rm); t.join()
+        reply(a); reply(b)
+        cur = new
+        if used(fh) is None:   # the REMOVE came first: no race this round
+            fh = fresh(cur)
+    st, body = nfs(a, 18, pad(root))   # FSSTAT: post_op_attr, tbytes, fbytes, abytes
+    off = 8 + (84 if struct.unpack(">I", body[4:8])[0] else 0)
+    avail = struct.unpack(">Q", body[off + 16:off + 24])[0]
+    print("avail %d used %d" % (avail, used(fh) or 0))
+    return st == 0
 
 def is_closed(s, wait):
     r, _, _ = select.select([s], [], [], wait)
@@ -106,6 +162,42 @@ def main(a):
         ok = is_closed(s, float(a[3]))
         print("closed after %.1f s" % (time.time() - t0) if ok else "still open")
         return ok
+    if cmd == "linkrace":
+        return linkrace(host, port, int(a[3]), a[4], int(a[5]))
+    if cmd == "flood":
+        mport, path, n, mb, pid = int(a[3]), a[4], int(a[5]), float(a[6]), int(a[7])
+        fh = pad(mount_fh(host, mport, path))
+        one = call(0, PROG_NFS, 3, 1, fh)
+        count = int(mb * (1 << 20)) // len(one)
+        # distinct xids: the duplicate request cache must not absorb them
+        blob = b"".join(one[:4] + struct.pack(">I", 0x10000000 + i) + one[8:] for i in range(count))
+        def rss():
+            for l in open("/proc/%d/status" % pid):
+                if l.startswith("VmRSS"):
+                    return int(l.split()[1]) // 1024
+        base = rss()
+        socks = [dial(host, port, timeout=120) for _ in range(n)]
+        def pump(k):
+            try:
+                k.sendall(blob)
+            except OSError:
+                pass
+        ths = [threading.Thread(target=pump, args=(k,)) for k in socks]
+        for t in ths:
+            t.start()
+        time.sleep(1.0)
+        v = dial(host, port, timeout=300)
+        t0 = time.time()
+        v.sendall(call(7, PROG_NFS, 3, 1, fh))
+        st, _ = reply(v)
+        lat = time.time() - t0
+        grown = rss() - base
+        print("getattr %.3f s, rss +%d MB" % (lat, grown))
+        for k in socks:
+            k.close()
+        for t in ths:
+            t.join()
+        return st == 0
     raise SystemExit(__doc__)
 
 if __name__ == "__main__":
