@@ -282,6 +282,28 @@ int nfs3_mknod(struct nfs_ctx *c)
     return 0;
 }
 
+/* Stats name's inode and takes its size lock, which LINK takes too: no link can come
+ * between this stat and the unlink or rename-over, so "its last link" is still true
+ * when quota gets the blocks back (a LINK racing a REMOVE kept the file and freed its
+ * quota). NULL with *err if the name is gone; -EAGAIN if it keeps changing. */
+static pthread_mutex_t *stat_locked(struct nfs_ctx *c, int dirfd, const char *name, struct stat *st, int *err)
+{
+    struct nasd_fsroot *fs = c->exp->fs;
+    for (int tries = 0; tries < 4; tries++) {
+        int e = fs->vfs->fstatat(fs, dirfd, name, st, AT_SYMLINK_NOFOLLOW);
+        if (e < 0) { *err = e; return NULL; }
+        ino_t ino = st->st_ino;
+        pthread_mutex_t *lk = nfs3_size_lock(c->exp, ino);
+        pthread_mutex_lock(lk);
+        e = fs->vfs->fstatat(fs, dirfd, name, st, AT_SYMLINK_NOFOLLOW);
+        if (e < 0) { pthread_mutex_unlock(lk); *err = e; return NULL; }
+        if (st->st_ino == ino) return lk;
+        pthread_mutex_unlock(lk);   /* another file took the name meanwhile */
+    }
+    *err = -EAGAIN;
+    return NULL;
+}
+
 static int remove_common(struct nfs_ctx *c, int rmdir)
 {
     struct dirop op;
@@ -296,13 +318,15 @@ static int remove_common(struct nfs_ctx *c, int rmdir)
     struct nasd_fsroot *fs = c->exp->fs;
     nfs_creds_user(c);
     struct stat vst;
-    int e = fs->vfs->fstatat(fs, d.o->fd, op.name, &vst, AT_SYMLINK_NOFOLLOW);
+    int e = 0;
+    pthread_mutex_t *lk = stat_locked(c, d.o->fd, op.name, &vst, &e);
+    if (!lk) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
+    if (!rmdir && S_ISDIR(vst.st_mode)) e = -EISDIR;
+    else if (rmdir && !S_ISDIR(vst.st_mode)) e = -ENOTDIR;
+    else e = fs->vfs->unlinkat(fs, d.o->fd, op.name, rmdir ? AT_REMOVEDIR : 0);
+    if (!e && vst.st_nlink <= 1) nasd_fsroot_charge_force(c->exp->fs, -nasd_fsroot_usage_st(&vst));   /* last link */
+    pthread_mutex_unlock(lk);
     if (e < 0) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
-    if (!rmdir && S_ISDIR(vst.st_mode)) { fail_wcc(c, NFS3ERR_ISDIR, &d); return 0; }
-    if (rmdir && !S_ISDIR(vst.st_mode)) { fail_wcc(c, NFS3ERR_NOTDIR, &d); return 0; }
-    e = fs->vfs->unlinkat(fs, d.o->fd, op.name, rmdir ? AT_REMOVEDIR : 0);
-    if (e < 0) { fail_wcc(c, nfs3_errno(e), &d); return 0; }
-    if (vst.st_nlink <= 1) nasd_fsroot_charge_force(c->exp->fs, -nasd_fsroot_usage_st(&vst));   /* last link */
     if (vst.st_nlink <= 1 || rmdir) nfs_obj_evict_ino(c->exp, vst.st_ino);
     fail_wcc(c, NFS3_OK, &d);
     return 0;
@@ -328,16 +352,18 @@ int nfs3_rename(struct nfs_ctx *c)
     struct nasd_fsroot *fs = c->exp ? c->exp->fs : NULL;
     struct stat sst, tst;
     int have_t = 0, e;
+    pthread_mutex_t *lk = NULL;   /* the replaced target's, as in REMOVE */
     if (!st) {
         nfs_creds_user(c);
         if ((e = fs->vfs->fstatat(fs, fd_.o->fd, from.name, &sst, AT_SYMLINK_NOFOLLOW)) < 0) st = nfs3_errno(e);
-        else have_t = fs->vfs->fstatat(fs, td.o->fd, to.name, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+        else have_t = (lk = stat_locked(c, td.o->fd, to.name, &tst, &e)) != NULL;
+        if (!st && !have_t && e == -EAGAIN) st = NFS3ERR_JUKEBOX;
     }
     if (!st && (e = fs->vfs->renameat(fs, fd_.o->fd, from.name, td.o->fd, to.name)) < 0) st = nfs3_errno(e);
-    if (!st && have_t && (tst.st_ino != sst.st_ino || tst.st_dev != sst.st_dev)) {
-        if (tst.st_nlink <= 1) nasd_fsroot_charge_force(c->exp->fs, -nasd_fsroot_usage_st(&tst));
-        if (tst.st_nlink <= 1 || S_ISDIR(tst.st_mode)) nfs_obj_evict_ino(c->exp, tst.st_ino);
-    }
+    int replaced = !st && have_t && (tst.st_ino != sst.st_ino || tst.st_dev != sst.st_dev);
+    if (replaced && tst.st_nlink <= 1) nasd_fsroot_charge_force(c->exp->fs, -nasd_fsroot_usage_st(&tst));
+    if (lk) pthread_mutex_unlock(lk);
+    if (replaced && (tst.st_nlink <= 1 || S_ISDIR(tst.st_mode))) nfs_obj_evict_ino(c->exp, tst.st_ino);
     struct stat fpost, tpost;
     int hf = fd_.o && nfs_vfs_fstat(fs, fd_.o->fd, &fpost) == 0;
     int ht = td.o && nfs_vfs_fstat(fs, td.o->fd, &tpost) == 0;
@@ -366,7 +392,10 @@ int nfs3_link(struct nfs_ctx *c)
     struct nasd_fsroot *fs = c->exp ? c->exp->fs : NULL;
     if (!st) {
         nfs_creds_user(c);
+        pthread_mutex_t *lk = nfs3_size_lock(c->exp, f.st.st_ino);   /* see stat_locked */
+        pthread_mutex_lock(lk);
         int e = fs->vfs->link(fs, f.o->fd, d.o->fd, to.name);
+        pthread_mutex_unlock(lk);
         if (e < 0) st = nfs3_errno(e);
     }
     struct stat fpost, dpost;

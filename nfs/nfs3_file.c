@@ -184,6 +184,9 @@ int nfs3_write(struct nfs_ctx *c)
     else if (off > (uint64_t)INT64_MAX - count) st = NFS3ERR_FBIG;
     else if ((fd = nfs_obj_io_fd(c->exp, c->w, o.o, 1)) < 0) st = nfs3_errno(fd);
     if (st) { nfs3_put_status(c, st); nfs3_put_wcc(c, &o.st, &o.st); nfs3_release(&o); return 0; }
+    /* the write as the caller: a non-owner's write clears setuid/setgid (the kernel's
+     * file_remove_privs on posix datasets, the ext2 backend's own check), root's keeps them */
+    nfs_creds_user(c);
 
     struct nasd_fsroot *fs = c->exp->fs;
     pthread_mutex_t *lk = nfs3_size_lock(c->exp, o.st.st_ino);

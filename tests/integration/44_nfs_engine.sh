@@ -74,6 +74,13 @@ stop
 echo "-- quota"
 start $E --root-mode 0777 --quota 30000000
 timeout 60 "$CT" "$URL$ARGS" quota 30000000 || fail "quota test"
+# REMOVE of a file's last name raced by a LINK of it: quota gave the blocks back while the
+# file lived on under the new name (10 MB quota took 38 MiB more before the fix)
+r=$(timeout 60 python3 tests/tools/rpcprobe.py linkrace 127.0.0.1 "$NP" "$MP" /export 300) || fail "linkrace: $r"
+echo "after 300 REMOVE/LINK races: $r"
+set -- $r
+[ $(($2 + $4)) -le 30000000 ] || fail "available $2 + still used $4 exceed the quota 30000000"
+timeout 20 "$CT" "$URL$ARGS" suid || fail "a non-owner's WRITE kept setuid/setgid"
 stop
 
 echo "-- malformed RPC traffic, then the duplicate request cache, on an engine dataset"

@@ -1,7 +1,7 @@
 /* libnfs (sync API) functional test of an NFSv3 server.
  *   nfs_client_test URL MODE [ARG]
  * URL: nfs://127.0.0.1/export?nfsport=P&mountport=M
- * MODE: basic | ro | quota BYTES | owner UID | mount-fail | save-handle FILE |
+ * MODE: basic | ro | quota BYTES | owner UID | suid | mount-fail | save-handle FILE |
  *       check-handle FILE | portmap PMPORT NFSPORT MOUNTPORT | live SERVERPID
  * Exits 0 when every check passes; prints the failing check otherwise. */
 #include <errno.h>
@@ -526,6 +526,33 @@ static void test_owner(int uid)
     nfs_unlink(nfs, "/owner.txt");
 }
 
+/* A write by someone other than the owner clears setuid/setgid, as Linux's
+ * file_remove_privs does; the server's WRITE ran as root and kept them. */
+static void test_suid(void)
+{
+    struct nfsfh *fh = NULL;
+    struct nfs_stat_64 st;
+    nfs_set_uid(nfs, 2000);
+    nfs_set_gid(nfs, 2000);
+    CHECK(nfs_creat(nfs, "/suid.bin", 0666, &fh) == 0, "creat as 2000: %s", nfs_get_error(nfs));
+    if (fh) nfs_close(nfs, fh);
+    CHECK(nfs_chmod(nfs, "/suid.bin", 06777) == 0, "chmod 06777 by the owner: %s", nfs_get_error(nfs));
+    CHECK(nfs_stat64(nfs, "/suid.bin", &st) == 0 && (st.nfs_mode & 07777) == 06777, "mode after chmod: %o",
+          (unsigned)(st.nfs_mode & 07777));
+    nfs_set_uid(nfs, 1000);
+    nfs_set_gid(nfs, 1000);
+    fh = NULL;
+    CHECK(nfs_open(nfs, "/suid.bin", O_WRONLY, &fh) == 0, "open as 1000: %s", nfs_get_error(nfs));
+    if (fh) {
+        CHECK(nfs_pwrite(nfs, fh, 0, 4, "data") == 4, "write as 1000: %s", nfs_get_error(nfs));
+        nfs_close(nfs, fh);
+    }
+    CHECK(nfs_stat64(nfs, "/suid.bin", &st) == 0 && (st.nfs_mode & 07777) == 0777,
+          "mode after a non-owner's write: %o, want 777", (unsigned)(st.nfs_mode & 07777));
+    nfs_set_uid(nfs, 2000);
+    nfs_set_gid(nfs, 2000);
+    nfs_unlink(nfs, "/suid.bin");
+}
 
 /* Server reconfigured live by signals (see nfs_serve): read-only, denied network,
  * back to normal, then export removed. */
@@ -671,6 +698,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "ro")) test_ro();
     else if (!strcmp(mode, "quota") && arg) test_quota(strtoull(arg, NULL, 0));
     else if (!strcmp(mode, "owner") && arg) test_owner(atoi(arg));
+    else if (!strcmp(mode, "suid")) test_suid();
     else if (!strcmp(mode, "live") && arg) test_live((pid_t)atoi(arg));
     else if (!strcmp(mode, "save-handle") && arg) save_handle(arg);
     else if (!strcmp(mode, "check-handle") && arg) check_handle(arg);
