@@ -108,6 +108,7 @@ struct nfs_conn {
     uint8_t *stash;             /* read but not parsed: the connection had its fill of calls */
     size_t stash_off, stash_len;/* network thread only */
     atomic_int has_stash;       /* stash_len > 0, for conn_update_events_locked */
+    int portmap_only;           /* came in on the portmap port (admitted without an export's list) */
     pthread_mutex_t send_lock;  /* reply output, out_* and epoll event changes */
     atomic_int dead;
     atomic_int inflight;

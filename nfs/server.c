@@ -266,6 +266,11 @@ size_t nfs_server_handle_record(struct nfs_worker *w, struct nfs_conn *conn, con
     case RPC_PARSE_BADCRED: rpc_put_auth_error(&e, c.call.xid, AUTH_BADCRED); break;
     case RPC_PARSE_WEAKAUTH: rpc_put_auth_error(&e, c.call.xid, AUTH_TOOWEAK); break;
     case RPC_PARSE_OK:
+        /* NFS and MOUNT only on their own ports, which admit only the clients of an export */
+        if (conn->portmap_only && c.call.prog != PROG_PORTMAP) {
+            rpc_put_accepted(&e, c.call.xid, RPC_PROG_UNAVAIL);
+            break;
+        }
         if (s->drc && drc_wants(&c.call) && drc_check(w, conn, &c, &d, &drc_slot)) return 0;
         if (c.call.prog == PROG_NFS) nfs3_dispatch(&c);
         else if (c.call.prog == PROG_MOUNT) nfs_mount_dispatch(&c);
@@ -594,6 +599,7 @@ static void accept_all(struct nfs_server *s, int idx)
         c->fd = fd;
         c->srv = s;
         c->peer = ss;
+        c->portmap_only = idx == 2;
         atomic_init(&c->refs, 1);
         atomic_init(&c->last_io_ns, nasd_now_ns());
         pthread_mutex_init(&c->send_lock, NULL);

@@ -43,6 +43,9 @@ echo "-- basic operations (C test program) + portmapper"
 start
 timeout 120 "$CT" "$URL$ARGS" basic || fail "basic test"
 timeout 20 "$CT" "$URL$ARGS" portmap "$PP" "$NP" "$MP" || fail "portmap test"
+# the portmap port admits every client: it answers portmap calls only
+python3 tests/tools/rpcprobe.py null 127.0.0.1 "$PP" 100000 2 >/dev/null || fail "portmap NULL on its port"
+python3 tests/tools/rpcprobe.py null 127.0.0.1 "$PP" 100003 3 >/dev/null && fail "an NFS call answered on the portmap port"
 
 echo "-- nfs-cp / nfs-cat / nfs-ls"
 head -c 20000000 /dev/urandom > "$TMP/src.bin"
