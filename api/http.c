@@ -3,6 +3,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/http_guard.h"
+#include "api/http_host.h"
 #include "util/log.h"
 #include "util/net.h"
 #include <arpa/inet.h>
@@ -282,26 +283,6 @@ static int queue_reply(struct MHD_Connection *conn, struct api_reply *r0, const 
     return rc;
 }
 
-/* Host names a loopback-bound server answers to: a page on another name that resolves
- * to 127.0.0.1 (DNS rebinding) gets 403. */
-static int loopback_host(const char *host)
-{
-    char name[256];
-    if (!host) return 1;                 /* HTTP/1.0 without Host: not a browser */
-    if (host[0] == '[') {
-        const char *end = strchr(host, ']');
-        if (!end) return 0;
-        snprintf(name, sizeof name, "%.*s", (int)(end - host - 1), host + 1);
-        return !strcmp(name, "::1") && (!end[1] || end[1] == ':');
-    }
-    snprintf(name, sizeof name, "%s", host);
-    char *colon = strchr(name, ':');
-    if (colon) *colon = 0;
-    if (!strcasecmp(name, "localhost")) return 1;
-    struct in_addr a;
-    return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
-
 static int state_changing(const char *method)
 {
     return strcmp(method, "GET") && strcmp(method, "HEAD") && strcmp(method, "OPTIONS");
@@ -349,11 +330,14 @@ static uint64_t spool_limit(struct http_server *h, const char *url)
 static int early_checks(struct http_server *h, struct MHD_Connection *conn, const char *url, const char *method)
 {
     int api = !strncmp(url, "/api/", 5), metrics = !strcmp(url, "/metrics");
-    if (h->loopback && !loopback_host(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host")))
-        return queue_error(conn, 403, "forbidden_host", "this server answers only to loopback host names");
+    if (!http_host_allowed(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"), h->loopback, h->app->cfg.auth,
+                           h->app->cfg.api_hosts))
+        return queue_error(conn, 403, "forbidden_host", h->loopback ? "this server answers only to loopback host names"
+                           : "without auth this server answers only to IP addresses and the names in api_hosts");
     if (!strcmp(method, "OPTIONS") && !api)
         return queue_allow(conn, 204, NULL, strdup(""), 0, "GET, HEAD, OPTIONS");
-    if (h->app->cfg.auth && (api || metrics) && strcmp(method, "OPTIONS") &&
+    /* OPTIONS too: it answered which objects exist (no CORS here, so no preflight needs it) */
+    if (h->app->cfg.auth && (api || metrics) &&
         !auth_check_header(&h->app->db, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization")))
         return queue_error(conn, 401, "unauthorized", "an API token is required: Authorization: Bearer <token>");
     if (state_changing(method) && !origin_ok(conn))

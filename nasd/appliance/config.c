@@ -51,6 +51,7 @@ int config_set(struct nasd_config *c, const char *key, const char *v, char *err,
         { "web_dir", c->web_dir, sizeof c->web_dir },
         { "iscsi_portal", c->iscsi_portal, sizeof c->iscsi_portal },
         { "nfs_bind", c->nfs_bind, sizeof c->nfs_bind },
+        { "api_hosts", c->api_hosts, sizeof c->api_hosts },
     };
     for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
         if (strcmp(key, strs[i].key)) continue;

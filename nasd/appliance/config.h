@@ -10,6 +10,7 @@ struct nasd_config {
     char web_dir[1024];      /* static UI files */
     char iscsi_portal[128];  /* "" disables the iSCSI service */
     char nfs_bind[64];       /* "" disables the NFS service */
+    char api_hosts[512];     /* Host names the REST server answers to besides addresses (auth off, not loopback) */
     int nfs_port, mount_port, portmap_port; /* portmap_port -1: no built-in portmapper */
     int demo;                /* create a demo pool on an empty DB */
     int auth;                /* require an API token on /api/v1 and /metrics */
