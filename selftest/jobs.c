@@ -291,6 +291,14 @@ int selftest_submit(struct selftest_mgr *m, const struct selftest_req *q, int64_
     pthread_mutex_init(&j->lock, NULL);
     pthread_mutex_lock(&m->lock);
     reap(m);
+    int running = 0;
+    for (struct st_job *o = m->jobs; o; o = o->next) running++;
+    if (running >= ST_MAX_RUNNING) {   /* NFS exports of one dataset would each take one */
+        snprintf(err, errlen, "%d self-tests are running, the most at once; wait for one to end", running);
+        pthread_mutex_unlock(&m->lock);
+        free_job(j);
+        return -EBUSY;
+    }
     for (struct st_job *o = m->jobs; o; o = o->next) {
         if (o->req.type == q->type && o->req.export_id == q->export_id) {
             snprintf(err, errlen, "self-test %lld is still running on export %s", (long long)o->id, name);

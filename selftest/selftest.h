@@ -13,6 +13,7 @@ enum st_pattern { ST_4K_RANDREAD = 0, ST_512_SEQREAD, ST_4K_RANDWRITE, ST_METADA
 
 #define ST_MAX_SECONDS 300
 #define ST_MAX_QD 256
+#define ST_MAX_RUNNING 4      /* self-tests at once (each up to ST_MAX_QD I/Os and its own threads) */
 #define ST_JOBS_LIST_LIMIT 50
 #define ST_JOBS_KEEP 1000     /* older jobs are deleted when a new one starts */
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Self-tests over the real protocols from inside nasd (iSCSI via libiscsi, NFS via
 # libnfs), the monitoring API (/stats, /stats/history, /metrics), argument checks,
-# one job per export, and job results surviving a restart.
+# one job per export and four in all, and job results surviving a restart.
 set -u
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/nasd-it-selftest.XXXXXX)
@@ -85,6 +85,17 @@ expect 409 POST exports/nfs/share/selftest '{"pattern":"metadata","seconds":1}'
 expect 202 POST exports/iscsi/1/selftest '{"pattern":"4k-randread","seconds":1,"queue_depth":1}'
 for _ in $(seq 100); do [ "$(api GET jobs | jq '[.[] | select(.status == "running")] | length')" = 0 ] && break; sleep 0.1; done
 [ "$(api GET jobs/$busy | jq -r .status)" = done ] || fail "busy job: $BODY"
+# at most 4 at once in all (NFS exports of one dataset each took one: 12 ran, 61 threads)
+expect 201 POST datasets '{"pool":"tank","name":"fifth"}'
+expect 201 POST exports/nfs '{"dataset":"tank/fifth","name":"fifth"}'
+for e in iscsi/t1 iscsi/t2 nfs/share nfs/sq; do
+  expect 202 POST exports/$e/selftest '{"pattern":"4k-randread","seconds":3,"queue_depth":1}'
+done
+expect 409 POST exports/nfs/fifth/selftest '{"pattern":"4k-randread","seconds":1,"queue_depth":1}'
+jget "$BODY" .error.message | grep -q "the most at once" || fail "fifth self-test: $BODY"
+for _ in $(seq 100); do [ "$(api GET jobs | jq '[.[] | select(.status == "running")] | length')" = 0 ] && break; sleep 0.1; done
+expect 202 POST exports/nfs/fifth/selftest '{"pattern":"4k-randread","seconds":1,"queue_depth":1}'
+for _ in $(seq 100); do [ "$(api GET jobs | jq '[.[] | select(.status == "running")] | length')" = 0 ] && break; sleep 0.1; done
 
 # monitoring saw the traffic
 sleep 1.2
@@ -118,7 +129,7 @@ grep -q '^nasd_pool_dirty_bytes{pool="tank"} [0-9][0-9]*$' <<<"$M" || fail "pool
 
 # results survive a restart, newest first
 before=$(api GET jobs | jq -c '[.[] | {id, status, integrity: .result.integrity, iops: .result.iops}]')
-[ "$(jget "$before" 'length')" = 11 ] || fail "expected 11 jobs: $before"
+[ "$(jget "$before" 'length')" = 16 ] || fail "expected 16 jobs: $before"
 [ "$(jget "$before" '.[0].id > .[1].id')" = true ] || fail "not newest first: $before"
 stop_nasd
 start_nasd "$T"
