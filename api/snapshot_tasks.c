@@ -251,6 +251,12 @@ static void rt_patch(struct api_call *c, struct api_reply *r)
         json_decref(cur);
         return;
     }
+    if (url && !token && strcmp(url, json_string_value(json_object_get(cur, "target_url")) ?: "")) {
+        /* the stored token is the old target's: it does not go to another host */
+        api_error(r, 400, "missing_field", "a new target_url needs its \"target_token\"");
+        json_decref(cur);
+        return;
+    }
     db_exec(&c->app->db, NULL, "UPDATE replication_tasks SET interval_s=?, keep=?, enabled=?, target_url=?, target_token=? "
             "WHERE id=?", "iiissi", every, keep, (int64_t)enabled, url ? url : json_string_value(json_object_get(cur, "target_url")),
             token ? token : json_string_value(json_object_get(cur, "target_token")), id);

@@ -130,7 +130,9 @@ while True:
 PY
 PX_PID=$!
 wait_for '[ -e "$T/px.ready" ]'
-expect 200 PATCH replication-tasks/$RID "{\"target_url\":\"http://127.0.0.1:$PX\"}"
+# the stored token is the old target's: a new URL needs its token (it was sent to the new host)
+expect 400 PATCH replication-tasks/$RID "{\"target_url\":\"http://127.0.0.1:$PX\"}"
+expect 200 PATCH replication-tasks/$RID "{\"target_url\":\"http://127.0.0.1:$PX\",\"target_token\":\"$TOK\"}"
 $PAT write "$URL" 5 2 >/dev/null || fail "write seed 5"
 first=$(replicated)
 expect 202 POST replication-tasks/$RID/run
@@ -139,7 +141,8 @@ apib GET volumes/dst/copy/snapshots
 landed=$(jget "$BODY" '.[-1].name')
 [ "$landed" != "$first" ] || fail "the stream did not reach the target: $BODY"
 kill $PX_PID 2>/dev/null
-expect 200 PATCH replication-tasks/$RID "{\"target_url\":\"http://127.0.0.1:$HTTP_B\"}"
+expect 200 PATCH replication-tasks/$RID "{\"target_url\":\"http://127.0.0.1:$HTTP_B\",\"target_token\":\"$TOK\"}"
+expect 200 PATCH replication-tasks/$RID "{\"target_url\":\"http://127.0.0.1:$HTTP_B\",\"every\":\"1h\"}"   # unchanged URL
 $PAT write "$URL" 6 2 >/dev/null || fail "write seed 6"
 run_repl
 verify_b 6 2
