@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/statvfs.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ struct http_server {
     struct appliance *app;
     struct http_guard *guard;
     int loopback;              /* bound to a loopback address: only loopback Host names */
+    atomic_int spools;         /* snapshot streams being uploaded now */
 };
 
 /* Per IP: a browser opens about 6; the rest of the 256 stay for other clients. */
@@ -35,6 +37,8 @@ struct http_server {
 #define HTTP_MAX_CONNS_PER_IP 32
 #define HTTP_IDLE_TIMEOUT_S 30
 #define HTTP_MAX_API_PATH 1000   /* handlers split paths in 1 KiB buffers */
+#define HTTP_MAX_SPOOLS 16       /* snapshot streams uploading at once (as many as receives may run; message below) */
+#define HTTP_SPOOL_RESERVE (256ull << 20)   /* free space a spool leaves on its file system */
 
 struct req {
     char *body;
@@ -44,6 +48,8 @@ struct req {
     int fd;                    /* binary upload (snapshot stream) spooled to an unlinked file, else -1 */
     uint64_t spool_left;       /* bytes more the spool takes (spool_limit) */
     int stream_too_big;
+    int spool_disk;            /* stream_too_big because the spool's file system filled */
+    int spooling;              /* counted in http_server.spools */
     /* a reply's long work (api_reply.work) on its own thread, the connection suspended */
     struct api_reply pending;
     atomic_int work_done;
@@ -385,10 +391,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         int rc = early_checks(h, conn, url, method);
         if (rc >= 0) { rq->answered = 1; return rc; }
         if (stream_upload(conn, url, method)) {   /* authorised already: spool it, up to its pool's size */
+            if (atomic_fetch_add(&h->spools, 1) >= HTTP_MAX_SPOOLS) {
+                atomic_fetch_sub(&h->spools, 1);
+                rq->answered = 1;
+                return queue_error(conn, 503, "busy", "16 snapshot streams are being received; try again later");
+            }
+            rq->spooling = 1;
             if ((rq->fd = open(h->app->cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
                 rq->fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
             if (rq->fd < 0) return MHD_NO;
             rq->spool_left = spool_limit(h, url);
+            /* and what its file system can hold beside everything else on it */
+            struct statvfs sv;
+            uint64_t room = fstatvfs(rq->fd, &sv) ? UINT64_MAX : (uint64_t)sv.f_bavail * sv.f_frsize;
+            room = room > HTTP_SPOOL_RESERVE ? room - HTTP_SPOOL_RESERVE : 0;
+            if (room < rq->spool_left) { rq->spool_left = room; rq->spool_disk = 1; }
             /* a stream may take minutes: no body deadline, only the idle timeout (a byte every 30 s) */
             http_guard_body_done(conn);
         }
@@ -398,6 +415,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (*upload_size > rq->spool_left) {   /* no more disk for it: the rest is dropped */
             close(rq->fd); rq->fd = -1; rq->too_big = rq->stream_too_big = 1;
         } else rq->spool_left -= *upload_size;
+        if (!rq->stream_too_big) rq->spool_disk = 0;   /* only a cut stream reports the disk */
         for (const char *p = upload; rq->fd >= 0 && p < upload + *upload_size;) {
             ssize_t n = write(rq->fd, p, upload + *upload_size - p);
             if (n < 0 && errno == EINTR) continue;
@@ -422,6 +440,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     http_guard_body_done(conn);
+    if (rq->stream_too_big && rq->spool_disk)
+        return queue_error(conn, 507, "insufficient_storage", "no room to take the stream in: the file system of "
+                           "the state directory is full");
     if (rq->stream_too_big)
         return queue_error(conn, 413, "body_too_large", "the stream is larger than its pool could receive");
     if (rq->too_big) return queue_error(conn, 413, "body_too_large", "request body exceeds the limit");
@@ -448,6 +469,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ptr, enu
         json_decref(r.json);
         free(r.text);
     }
+    if (rq && rq->spooling) atomic_fetch_sub(&((struct http_server *)cls)->spools, 1);
     if (rq) { if (rq->fd >= 0) close(rq->fd); free(rq->body); free(rq); }
     *ptr = NULL;
     http_guard_request_done(conn);
