@@ -67,6 +67,9 @@ static void peer_addr(struct iscsi_conn *c)
         memcpy(c->peer, &a->sin6_addr, 16);
         inet_ntop(AF_INET6, &a->sin6_addr, c->peer_str, sizeof c->peer_str);
     }
+    uint32_t h = 2166136261u;   /* FNV-1a: the address's data-out slot */
+    for (int i = 0; i < 16; i++) h = (h ^ c->peer[i]) * 16777619u;
+    c->dout_slot = h % ISCSI_DOUT_ADDR_SLOTS;
 }
 
 void conn_new(struct net_thread *nt, int fd)
@@ -456,13 +459,29 @@ static int process_rx(struct iscsi_conn *c)
 }
 
 /* Periodic check from the network thread: drop connections that never finish login. */
+/* A command that holds a data-out buffer but gets no Data-Out for dout_timeout_s. */
+static bool dout_stalled(struct iscsi_conn *c, uint64_t now, uint64_t limit_ns)
+{
+    if (!c->dout_bytes) return false;
+    for (unsigned i = 0; i < ISCSI_TASK_HASH; i++)
+        for (struct iscsi_task *t = c->tasks[i]; t; t = t->hnext)
+            if ((t->state == TS_WAIT_R2T || t->state == TS_WAIT_UNSOL) && t->dout && now - t->dout_ns > limit_ns)
+                return true;
+    return false;
+}
+
 void conn_check_timeouts(struct net_thread *nt)
 {
     uint64_t now = nasd_now_ns();
+    uint64_t dout_limit = (uint64_t)nt->srv->limits.dout_timeout_s * 1000000000ull;   /* read unlocked: a hint */
     for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
         next = c->next;
         if (c->phase == PH_LOGIN && now - c->born_ns > LOGIN_TIMEOUT_NS) {
             log_info("iscsi: login timeout, dropping connection");
+            conn_close(c);
+        } else if (c->phase == PH_FFP && dout_limit && dout_stalled(c, now, dout_limit)) {
+            log_warn("iscsi: %s: a command waited %u s for its Data-Out; dropping the connection", c->ini_log,
+                     nt->srv->limits.dout_timeout_s);
             conn_close(c);
         }
     }

@@ -60,6 +60,8 @@ struct iscsi_limits {
     unsigned max_conns;       /* all connections (default 1024) */
     unsigned max_per_addr;    /* from one initiator address (default 64) */
     unsigned max_prelogin;    /* not yet logged in, all addresses (default 128) */
+    unsigned dout_timeout_s;  /* a command waiting this long for Data-Out that does not come drops its
+                               * connection (default 30): its buffer counts against every client's */
 };
 void iscsi_server_set_limits(struct iscsi_server *s, const struct iscsi_limits *l);
 /* Port actually bound (useful with port 0). */

@@ -17,6 +17,9 @@
 #define ISCSI_MAX_TASKS (2 * ISCSI_CMD_WINDOW)   /* incl. immediate commands */
 #define ISCSI_MAX_DOUT_BYTES (64ull << 20)        /* per connection, waiting for data */
 #define ISCSI_MAX_DOUT_GLOBAL (256ull << 20)      /* all connections together */
+#define ISCSI_MAX_DOUT_ADDR (128ull << 20)        /* all connections of one initiator address */
+#define ISCSI_DOUT_SHARE (8ull << 20)             /* an address holding less may go over the global */
+#define ISCSI_DOUT_ADDR_SLOTS 64u                 /* per-address sums, by a hash of the address */
 #define ISCSI_TPGT 1
 /* Flow control: a connection whose queued output (plus data-in of commands still on a
  * worker) is above TX_HIGH is not read from until it drains below TX_LOW, like LIO/tgt;
@@ -49,7 +52,9 @@ struct iscsi_task {
     struct iscsi_task *hnext;          /* ITT hash chain */
     struct iscsi_task *qnext;          /* worker / completion queue */
     enum task_state state;
-    bool aborted, in_hash;
+    atomic_bool aborted;               /* the worker reads it */
+    bool in_hash;
+    bool abort_waits;                  /* aborted on a worker: counted in conn->aborting */
     uint8_t lun_field[8];
     uint32_t itt, cmdsn, edtl;
     uint8_t flags;                     /* SCSI Command byte 1 */
@@ -64,6 +69,7 @@ struct iscsi_task {
     uint8_t res_flags;                 /* DIN_O / DIN_U override for error paths */
     uint32_t res_count;
     uint64_t t_arrive, cpu_ns, cpu_mark;
+    uint64_t dout_ns;                  /* when data-out last arrived (or its buffer was taken) */
     uint32_t din_hold;                 /* counted in conn->din_pending while on a worker */
 };
 
@@ -89,6 +95,11 @@ struct iscsi_conn {
     struct iscsi_conn *snext, *sprev;  /* server session registry (srv->sess_lock) */
     bool registered;
     atomic_bool reinstated;            /* a newer login took over this I_T nexus */
+    atomic_bool fenced;                /* reinstated: workers run none of its commands any more */
+    atomic_int executing;              /* its commands inside scsi_execute on a worker now */
+    unsigned aborting;                 /* aborted tasks still on a worker (their writes may land) */
+    struct tmf_wait { uint32_t itt; uint8_t resp; bool close_after; } tmf_wait[8];
+    unsigned ntmf_wait;                /* TMF responses held until aborting is 0 */
     int fd;
     atomic_int refs;                   /* the thread's own + one per task on a worker */
     bool dead;                         /* socket closed, waiting for worker refs */
@@ -105,6 +116,7 @@ struct iscsi_conn {
     unsigned login_pdus;
     uint64_t born_ns;
     uint64_t dout_bytes;               /* data-out buffers held by pending tasks */
+    unsigned dout_slot;                /* its address's slot in srv->dout_addr */
     /* receive */
     uint8_t *rx;
     size_t rx_len, rx_cap;
@@ -188,6 +200,7 @@ struct iscsi_server {
     unsigned npeers, peers_cap;
     _Atomic uint64_t queued;           /* sum of tx_bytes + din_pending of all connections */
     _Atomic uint64_t dout_total;       /* sum of dout_bytes of all connections */
+    _Atomic uint64_t dout_addr[ISCSI_DOUT_ADDR_SLOTS];   /* the same by initiator address (hashed) */
     /* CHAP challenges recently sent (cap_lock): a mutual-CHAP challenge equal to one of
      * them is a reflection attempt */
     uint8_t sent_chal[64][16];

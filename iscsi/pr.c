@@ -194,6 +194,7 @@ void pr_out(struct scsi_cmd *c)
         if (me < 0) {
             if (sa == 0 && key != 0) { c->status = SAM_RESERVATION_CONFLICT; break; }
             if (sakey == 0) break;
+            if (lu->nregs >= PR_MAX_REGS) { scsi_set_sense(c, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES); break; }
             struct pr_reg *nr = realloc(lu->regs, (lu->nregs + 1) * sizeof *nr);
             if (!nr) { scsi_set_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); break; }
             lu->regs = nr;

@@ -29,8 +29,13 @@ enum {
     ASC_INVALID_FIELD_IU = 0x0e03, ASC_SAVING_NOT_SUPPORTED = 0x3900,
     ASC_POWER_ON_RESET = 0x2900, ASC_LUN_RESET_OCCURRED = 0x2903, ASC_RESERVATIONS_PREEMPTED = 0x2a03,
     ASC_RESERVATIONS_RELEASED = 0x2a04, ASC_REGISTRATIONS_PREEMPTED = 0x2a05,
+    ASC_INSUFFICIENT_REG_RESOURCES = 0x5504,
     ASC_NO_ADDITIONAL = 0x0000,
 };
+
+/* Registrants per LU: every command scans them while a reservation is held, and a new
+ * ISID per login made a new one each time (20k slowed other initiators' READs 10x). */
+#define PR_MAX_REGS 256
 
 struct pr_reg {
     char nexus[NEXUS_LEN];

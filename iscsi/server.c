@@ -232,14 +232,24 @@ int iscsi_server_remove_target(struct iscsi_server *s, const char *iqn)
 
 /* ---- session registry ---- */
 
+/* A login that reinstates an I_T nexus drops the old session, and returns only once none
+ * of the old session's commands is still writing: the new session's writes must not be
+ * overtaken by an old one that a worker was running (the caller answers the login after). */
 void server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
 {
+    struct iscsi_conn *old[8];
+    unsigned nold = 0;
     pthread_mutex_lock(&s->sess_lock);
     for (struct iscsi_conn *o = s->sessions; o; o = o->snext) {
         if (o->tgt == c->tgt && !strcmp(o->nexus, c->nexus) && !atomic_load(&o->reinstated)) {
+            atomic_store(&o->fenced, true);
             atomic_store(&o->reinstated, true);
             atomic_store(&o->nt->kick_targets, true);
             kick(o->nt);
+            if (nold < sizeof old / sizeof old[0]) {   /* registered, so alive: a reference for the wait */
+                atomic_fetch_add(&o->refs, 1);
+                old[nold++] = o;
+            }
         }
     }
     c->sprev = NULL;
@@ -248,6 +258,12 @@ void server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
     s->sessions = c;
     c->registered = true;
     pthread_mutex_unlock(&s->sess_lock);
+    for (unsigned i = 0; i < nold; i++) {
+        for (int ms = 0; atomic_load(&old[i]->executing) && ms < 30000; ms++) usleep(1000);
+        if (atomic_load(&old[i]->executing))
+            log_warn("iscsi: %s: a command of the reinstated session still runs after 30 s", c->ini_log);
+        conn_put(old[i]);
+    }
 }
 
 void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c)
@@ -367,11 +383,15 @@ static void *worker_main(void *arg)
         if (!s->wq_head) s->wq_tail = NULL;
         pthread_mutex_unlock(&s->wq_lock);
 
-        if (!t->aborted) {
+        /* counted before the fence is read: a reinstating login that set the fence
+         * either sees this command in executing or the command sees the fence */
+        atomic_fetch_add(&t->conn->executing, 1);
+        if (!t->aborted && !atomic_load(&t->conn->fenced)) {
             uint64_t c0 = nasd_thread_cpu_ns();
             scsi_execute(&t->sc);
             t->cpu_ns += nasd_thread_cpu_ns() - c0;
-        }
+        } else t->aborted = true;
+        atomic_fetch_sub(&t->conn->executing, 1);
         struct net_thread *nt = t->conn->nt;
         t->qnext = NULL;
         pthread_mutex_lock(&nt->lock);
@@ -532,7 +552,7 @@ struct iscsi_server *iscsi_server_start_held(const char *portal, int workers, ch
     pthread_mutex_init(&s->wq_lock, NULL);
     pthread_mutex_init(&s->sess_lock, NULL);
     pthread_mutex_init(&s->cap_lock, NULL);
-    s->limits = (struct iscsi_limits){ .max_conns = 1024, .max_per_addr = 64, .max_prelogin = 128 };
+    s->limits = (struct iscsi_limits){ .max_conns = 1024, .max_per_addr = 64, .max_prelogin = 128, .dout_timeout_s = 30 };
     pthread_cond_init(&s->wq_cond, NULL);
     atomic_init(&s->next_tsih, 0);
     s->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -38,6 +38,18 @@ static void dout_account(struct iscsi_conn *c, int64_t delta)
 {
     c->dout_bytes += (uint64_t)delta;
     atomic_fetch_add(&c->nt->srv->dout_total, (uint64_t)delta);
+    atomic_fetch_add(&c->nt->srv->dout_addr[c->dout_slot], (uint64_t)delta);
+}
+
+/* Whether want more bytes of data-out buffers fit: the connection's and its address's
+ * caps, and the global one, which an address holding little may exceed (up to twice):
+ * clients that hold the global pool do not stop another from writing. */
+static bool dout_fits(struct iscsi_conn *c, uint64_t want)
+{
+    struct iscsi_server *s = c->nt->srv;
+    uint64_t addr = atomic_load(&s->dout_addr[c->dout_slot]) + want, all = atomic_load(&s->dout_total) + want;
+    if (c->dout_bytes + want > ISCSI_MAX_DOUT_BYTES || addr > ISCSI_MAX_DOUT_ADDR) return false;
+    return all <= ISCSI_MAX_DOUT_GLOBAL || (addr <= ISCSI_DOUT_SHARE && all <= 2 * ISCSI_MAX_DOUT_GLOBAL);
 }
 
 static void task_free(struct iscsi_task *t)
@@ -91,11 +103,30 @@ static void send_scsi_response(struct iscsi_conn *c, struct iscsi_task *t, uint8
 }
 
 /* Sends the result of a finished task and frees it. */
+static int send_tmf_rsp(struct iscsi_conn *c, uint32_t itt, uint8_t resp);
+
+/* An aborted task came back from its worker: once none is out, the held TMF responses
+ * go (the initiator may then rewrite what the aborted commands were writing). */
+static void abort_returned(struct iscsi_conn *c)
+{
+    if (--c->aborting || c->dead) return;
+    for (unsigned i = 0; i < c->ntmf_wait; i++) {
+        send_tmf_rsp(c, c->tmf_wait[i].itt, c->tmf_wait[i].resp);
+        if (c->tmf_wait[i].close_after) c->close_after_flush = true;
+    }
+    c->ntmf_wait = 0;
+}
+
 static void task_respond(struct iscsi_task *t)
 {
     struct iscsi_conn *c = t->conn;
     struct scsi_cmd *sc = &t->sc;
-    if (t->aborted || c->dead) { task_free(t); return; }
+    if (t->aborted || c->dead) {
+        bool waited = t->abort_waits;
+        task_free(t);
+        if (waited) abort_returned(c);
+        return;
+    }
     task_unhash(t);
     uint8_t rflags = 0;
     uint32_t resid = 0;
@@ -282,8 +313,7 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
         task_finish_early(t);
         return 0;
     }
-    if (want && (c->dout_bytes + want > ISCSI_MAX_DOUT_BYTES ||
-                 atomic_load(&c->nt->srv->dout_total) + want > ISCSI_MAX_DOUT_GLOBAL)) {
+    if (want && !dout_fits(c, want)) {
         sc->status = SAM_TASK_SET_FULL;                  /* retry later */
         t->res_flags = 0;
         task_finish_early(t);
@@ -294,6 +324,7 @@ int task_scsi_cmd(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
         t->dout = malloc(want);
         if (!t->dout) { scsi_set_sense(sc, SK_HARDWARE_ERROR, ASC_INTERNAL_FAILURE); task_finish_early(t); return 0; }
         dout_account(c, want);
+        t->dout_ns = nasd_now_ns();
         memcpy(t->dout, data, dlen);
         t->recv = dlen;
         if (!(t->flags & BHS_F)) {
@@ -328,6 +359,7 @@ int task_data_out(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data,
     if (datasn != t->exp_datasn) { log_debug("iscsi: DataSN %u, expected %u", datasn, t->exp_datasn); return -1; }
     if (boff != t->recv || dlen > t->seq_end - t->recv) { log_debug("iscsi: Data-Out offset/length error"); return -1; }
     t->cpu_mark = cpu_now();
+    t->dout_ns = nasd_now_ns();
     memcpy(t->dout + t->recv, data, dlen);
     t->recv += dlen;
     t->exp_datasn++;
@@ -364,10 +396,16 @@ void task_free_all(struct iscsi_conn *c)
     }
 }
 
-/* Abort one task: unhash it; a task on a worker is freed when it comes back. */
+/* Abort one task: unhash it; a task on a worker is freed when it comes back, and TMF
+ * responses wait for that (abort_returned): it may be writing. */
 static void task_abort(struct iscsi_task *t)
 {
-    if (t->state == TS_EXEC && t->sc.slow) { task_unhash(t); t->aborted = true; return; }
+    if (t->state == TS_EXEC && t->sc.slow) {
+        task_unhash(t);
+        if (!t->abort_waits) { t->abort_waits = true; t->conn->aborting++; }
+        t->aborted = true;
+        return;
+    }
     task_free(t);
 }
 
@@ -434,6 +472,11 @@ int task_tmf(struct iscsi_conn *c, const uint8_t *bhs)
         break;
     default:
         resp = TMF_REJECTED;
+    }
+    if (c->aborting) {   /* an aborted command still runs on a worker: answer when it is back */
+        if (c->ntmf_wait == sizeof c->tmf_wait / sizeof c->tmf_wait[0]) return -1;
+        c->tmf_wait[c->ntmf_wait++] = (struct tmf_wait){ bhs_itt(bhs), resp, close_after };
+        return 0;
     }
     if (send_tmf_rsp(c, bhs_itt(bhs), resp)) return -1;
     if (close_after) c->close_after_flush = true;

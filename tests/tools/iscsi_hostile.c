@@ -52,52 +52,9 @@ static bool alive(void)
     return ok;
 }
 
-/* Runs one command to completion, answering R2Ts with zero data. Returns the SCSI
- * status (sense key in *sk), or -1 when the connection failed. */
 static int run_cmd(struct wconn *w, const uint8_t *cdb, uint8_t flags, uint32_t edtl, uint8_t *sk)
 {
-    uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN];
-    static uint8_t data[1 << 20];
-    w_scsi_bhs(w, bhs, cdb, flags, edtl);
-    uint32_t itt = get_be32(bhs + 16);
-    if (!w_send_pdu(w, bhs, NULL, 0)) return -1;
-    for (;;) {
-        int dl = w_recv_pdu(w, rsp, data, sizeof data, 5000);
-        if (dl < 0) return -1;
-        uint8_t op = bhs_opcode(rsp);
-        if (op == OP_R2T && get_be32(rsp + 16) == itt) {
-            uint32_t off = get_be32(rsp + 40), len = get_be32(rsp + 44);
-            if (len > sizeof data) return -1;
-            uint8_t d[ISCSI_BHS_LEN] = { OP_DATA_OUT, BHS_F };
-            put_be32(d + 16, itt);
-            put_be32(d + 20, get_be32(rsp + 20));
-            put_be32(d + 40, off);
-            memset(data, 0, len);
-            if (!w_send_pdu(w, d, data, len)) return -1;
-        } else if (op == OP_SCSI_RSP && get_be32(rsp + 16) == itt) {
-            *sk = dl >= 5 ? data[4] & 0x0f : 0;
-            return rsp[3];
-        } else if (op == OP_DATA_IN && (rsp[1] & DIN_S) && get_be32(rsp + 16) == itt) {
-            *sk = 0;
-            return rsp[3];
-        }
-    }
-}
-
-static void cdb10(uint8_t *c, uint8_t op, uint8_t b1, uint32_t lba, uint16_t n)
-{
-    memset(c, 0, 16);
-    c[0] = op; c[1] = b1;
-    put_be32(c + 2, lba);
-    put_be16(c + 7, n);
-}
-
-static void cdb16(uint8_t *c, uint8_t op, uint8_t b1, uint64_t lba, uint32_t n)
-{
-    memset(c, 0, 16);
-    c[0] = op; c[1] = b1;
-    put_be64(c + 2, lba);
-    put_be32(c + 10, n);
+    return w_run_cmd(w, cdb, flags, edtl, NULL, sk);
 }
 
 /* expect CHECK CONDITION / ILLEGAL REQUEST and a session that still answers */
@@ -113,24 +70,24 @@ static int mode_verify(void)
     struct wconn w;
     uint8_t cdb[16], sk;
     if (!connect_login(&w, iqn, NULL)) { result("login", false); return 1; }
-    cdb10(cdb, 0x2f, 0x02, 0, 8);
+    w_cdb10(cdb, 0x2f, 0x02, 0, 8);
     expect_illegal(&w, "VERIFY(10) BYTCHK=1 without Data-Out", cdb, 0, 0);
-    cdb16(cdb, 0x8f, 0x02, 0, 8);
+    w_cdb16(cdb, 0x8f, 0x02, 0, 8);
     expect_illegal(&w, "VERIFY(16) BYTCHK=1 with EDTL 512 of 4096", cdb, CMD_W, 512);
-    cdb10(cdb, 0x2f, 0x06, 0, 8);
+    w_cdb10(cdb, 0x2f, 0x06, 0, 8);
     expect_illegal(&w, "VERIFY(10) BYTCHK=3 without Data-Out", cdb, 0, 0);
     memset(cdb, 0, 16); cdb[0] = 0xaf; cdb[1] = 0x02; put_be32(cdb + 6, 64);
     expect_illegal(&w, "VERIFY(12) BYTCHK=1 with EDTL 4096 of 32768", cdb, CMD_W, 4096);
-    cdb10(cdb, 0x41, 0, 0, 8);
+    w_cdb10(cdb, 0x41, 0, 0, 8);
     expect_illegal(&w, "WRITE SAME(10) without Data-Out", cdb, 0, 0);
-    cdb16(cdb, 0x93, 0, 0, 8);
+    w_cdb16(cdb, 0x93, 0, 0, 8);
     expect_illegal(&w, "WRITE SAME(16) with EDTL 100 of 512", cdb, CMD_W, 100);
     memset(cdb, 0, 16); cdb[0] = 0x89; cdb[13] = 2;
     expect_illegal(&w, "COMPARE AND WRITE with EDTL 512 of 2048", cdb, CMD_W, 512);
     /* well-formed: the LUN file is sparse, so zeros compare equal */
-    cdb10(cdb, 0x2f, 0x02, 0, 2);
+    w_cdb10(cdb, 0x2f, 0x02, 0, 2);
     result("VERIFY(10) BYTCHK=1 with all data -> GOOD", run_cmd(&w, cdb, CMD_W, 1024, &sk) == SAM_GOOD);
-    cdb10(cdb, 0x2a, 0, 0, 8);
+    w_cdb10(cdb, 0x2a, 0, 0, 8);
     result("WRITE(10) with EDTL 512 of 4096 -> GOOD (residual overflow)", run_cmd(&w, cdb, CMD_W, 512, &sk) == SAM_GOOD);
     close(w.fd);
     result("target still serving", alive());
@@ -308,7 +265,7 @@ static int mode_readflood(int hold)
     uint8_t buf[128 * ISCSI_BHS_LEN];
     for (int i = 0; i < 128; i++) {
         uint8_t cdb[16];
-        cdb16(cdb, 0x88, 0, (uint64_t)i * 16384, 16384);     /* 8 MiB of 512-byte blocks */
+        w_cdb16(cdb, 0x88, 0, (uint64_t)i * 16384, 16384);     /* 8 MiB of 512-byte blocks */
         w_scsi_bhs(&w, buf + i * ISCSI_BHS_LEN, cdb, CMD_R, 8u << 20);
     }
     long sent = send_for(w.fd, buf, sizeof buf, 3, NULL, 1, true);
@@ -523,7 +480,7 @@ static void *dflood_main(void *arg)
     static const uint32_t len = 8u << 20;
     for (int i = 0; i < 8; i++) {
         uint8_t cdb[16], bhs[ISCSI_BHS_LEN];
-        cdb16(cdb, 0x8a, 0, (uint64_t)i * 16384, 16384);
+        w_cdb16(cdb, 0x8a, 0, (uint64_t)i * 16384, 16384);
         w_scsi_bhs(&w, bhs, cdb, CMD_W, len);
         if (!w_send_pdu(&w, bhs, NULL, 0)) return NULL;
     }

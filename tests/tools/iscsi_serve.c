@@ -27,7 +27,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: iscsi_serve --portal HOST:PORT --iqn IQN --file PATH [--size 1G] [--lun2 PATH2]\n"
                     "       [--chap user:secret] [--mutual user:secret] [--allow INITIATOR]... [--block 512|4096]\n"
-                    "       [--workers N] [--log LEVEL] [--max-conns N] [--max-per-addr N] [--max-prelogin N]\n"
+                    "       [--workers N] [--log LEVEL] [--max-conns N] [--max-per-addr N] [--max-prelogin N] [--dout-timeout S]\n"
                     "       [--discovery-chap user:secret] [--immediate-data yes|no]\n");
     exit(2);
 }
@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     uint32_t block = 512;
     int workers = 0;
     static struct iscsi_target_cfg cfg;
-    struct iscsi_limits lim = { 1024, 64, 128 };
+    struct iscsi_limits lim = { 1024, 64, 128, 30 };
     struct iscsi_chap disc = { 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -71,6 +71,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-conns")) lim.max_conns = (unsigned)atoi(v);
         else if (!strcmp(a, "--max-per-addr")) lim.max_per_addr = (unsigned)atoi(v);
         else if (!strcmp(a, "--max-prelogin")) lim.max_prelogin = (unsigned)atoi(v);
+        else if (!strcmp(a, "--dout-timeout")) lim.dout_timeout_s = (unsigned)atoi(v);
         else if (!strcmp(a, "--immediate-data")) {
             if (strcmp(v, "yes") && strcmp(v, "no")) usage();
             cfg.immediate_data = !strcmp(v, "yes");

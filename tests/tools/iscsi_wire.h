@@ -1,7 +1,7 @@
 #pragma once
 /* A minimal raw iSCSI initiator for the hostile-traffic tools: dialing (optionally from a
  * chosen 127.x source address), PDU send/receive with digests, a one-PDU login, SCSI
- * command headers and NOP pings. Header-only: each tool is one .c file; functions are static inline so a
+ * command headers, commands run to completion and NOP pings. Header-only: each tool is one .c file; functions are static inline so a
  * tool that uses only some of them builds without unused-function warnings. */
 #include "iscsi/pdu.h"
 #include <arpa/inet.h>
@@ -210,4 +210,53 @@ static inline bool w_ping(struct wconn *w)
             return dl == (int)sizeof payload && !memcmp(data, payload, sizeof payload);
     }
     return false;
+}
+
+/* Runs one command to completion, answering R2Ts with out's bytes (NULL: zeros). Returns
+ * the SCSI status (sense key in *sk), or -1 when the connection failed. */
+static inline int w_run_cmd(struct wconn *w, const uint8_t *cdb, uint8_t flags, uint32_t edtl, const uint8_t *out,
+                            uint8_t *sk)
+{
+    uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN];
+    static uint8_t data[1 << 20];
+    w_scsi_bhs(w, bhs, cdb, flags, edtl);
+    uint32_t itt = get_be32(bhs + 16);
+    if (!w_send_pdu(w, bhs, NULL, 0)) return -1;
+    for (;;) {
+        int dl = w_recv_pdu(w, rsp, data, sizeof data, 5000);
+        if (dl < 0) return -1;
+        uint8_t op = bhs_opcode(rsp);
+        if (op == OP_R2T && get_be32(rsp + 16) == itt) {
+            uint32_t off = get_be32(rsp + 40), len = get_be32(rsp + 44);
+            if (len > sizeof data || (out && off + len > edtl)) return -1;
+            uint8_t d[ISCSI_BHS_LEN] = { OP_DATA_OUT, BHS_F };
+            put_be32(d + 16, itt);
+            put_be32(d + 20, get_be32(rsp + 20));
+            put_be32(d + 40, off);
+            if (out) memcpy(data, out + off, len); else memset(data, 0, len);
+            if (!w_send_pdu(w, d, data, len)) return -1;
+        } else if (op == OP_SCSI_RSP && get_be32(rsp + 16) == itt) {
+            *sk = dl >= 5 ? data[4] & 0x0f : 0;
+            return rsp[3];
+        } else if (op == OP_DATA_IN && (rsp[1] & DIN_S) && get_be32(rsp + 16) == itt) {
+            *sk = 0;
+            return rsp[3];
+        }
+    }
+}
+
+static inline void w_cdb10(uint8_t *c, uint8_t op, uint8_t b1, uint32_t lba, uint16_t n)
+{
+    memset(c, 0, 16);
+    c[0] = op; c[1] = b1;
+    put_be32(c + 2, lba);
+    put_be16(c + 7, n);
+}
+
+static inline void w_cdb16(uint8_t *c, uint8_t op, uint8_t b1, uint64_t lba, uint32_t n)
+{
+    memset(c, 0, 16);
+    c[0] = op; c[1] = b1;
+    put_be64(c + 2, lba);
+    put_be32(c + 10, n);
 }
