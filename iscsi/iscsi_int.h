@@ -269,6 +269,8 @@ bool login_negotiate_key(struct iscsi_conn *c, const char *k, const char *v, str
 int text_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
 /* chap.c */
 void chap_md5_response(uint8_t id, const char *secret, const uint8_t *chal, size_t clen, uint8_t out[16]);
+/* got is the response to chal for secret (compared in constant time). */
+bool chap_response_ok(uint8_t id, const char *secret, const uint8_t *chal, size_t clen, const uint8_t got[16]);
 
 /* Task CPU measured on this thread so far (task.c), see conn_event_charged(). */
 extern _Thread_local uint64_t iscsi_task_cpu_measured;

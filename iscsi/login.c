@@ -193,14 +193,14 @@ static uint16_t login_security(struct iscsi_conn *c, const struct text_list *kl,
     const char *cn = text_get(kl, "CHAP_N"), *cr = text_get(kl, "CHAP_R");
     if (cn || cr) {
         if (c->chap != CHAP_WAIT_R || !cn || !cr || (!cfg && !c->discovery)) return ST_AUTH_FAILED;
-        uint8_t got[64], want[16];
+        uint8_t got[64];
         int gl = text_decode_binary(cr, got, sizeof got);
         bool ok = false;
         if (gl != 16) ok = false;
         else if (c->discovery) ok = server_discovery_creds(c->nt->srv, cn, c->chap_id, c->chap_chal, got, &c->auth, &c->disc_all);
         else {
-            chap_md5_response(c->chap_id, cfg->chap_secret, c->chap_chal, sizeof c->chap_chal, want);
-            ok = !strcmp(cn, cfg->chap_user) && !memcmp(got, want, 16);
+            ok = !strcmp(cn, cfg->chap_user) &&
+                 chap_response_ok(c->chap_id, cfg->chap_secret, c->chap_chal, sizeof c->chap_chal, got);
             if (ok) {
                 snprintf(c->auth.user, sizeof c->auth.user, "%s", cfg->chap_user);
                 snprintf(c->auth.secret, sizeof c->auth.secret, "%s", cfg->chap_secret);

@@ -106,10 +106,8 @@ bool server_any_chap(struct iscsi_server *s)
 static bool chap_ok(const char *user, const char *secret, const char *cn, uint8_t id, const uint8_t chal[16],
                     const uint8_t resp[16])
 {
-    uint8_t want[16];
     if (!user[0] || strcmp(user, cn)) return false;
-    chap_md5_response(id, secret, chal, 16, want);
-    return !memcmp(want, resp, 16);
+    return chap_response_ok(id, secret, chal, 16, resp);
 }
 
 bool server_discovery_creds(struct iscsi_server *s, const char *user, uint8_t id, const uint8_t chal[16],
