@@ -129,6 +129,22 @@ struct nfs_req {
     uint64_t t_arrive;
 };
 
+#define CONN_MAX_INFLIGHT 256      /* a connection's calls in the server; the rest waits in its socket */
+#define CONN_RESUME_INFLIGHT 128
+#define OUT_PAUSE_BYTES (8u << 20)   /* stop reading calls while this much output is queued */
+
+/* conn_out.c: reply output of a connection (send_lock guards out_* and epoll changes) */
+struct nfs_worker;
+void nfs_conn_put(struct nfs_conn *c);
+void nfs_conn_kill(struct nfs_conn *c);
+size_t nfs_out_pending(const struct nfs_conn *c);
+void nfs_conn_update_events_locked(struct nfs_conn *c);
+int nfs_conn_may_resume(const struct nfs_conn *c);
+void nfs_conn_maybe_resume(struct nfs_conn *c);
+void nfs_cork_flush(struct nfs_worker *w, struct nfs_conn *c);
+void nfs_worker_reply(struct nfs_worker *w, struct nfs_conn *c, uint8_t *buf, size_t len);
+void nfs_conn_flush(struct nfs_conn *c);
+
 #define NFS_NET_BUF (256 * 1024)
 #define NFS_CORK_BYTES (64 * 1024)
 #define NFS_BATCH_MAX 8       /* calls of one connection a worker takes at once */

@@ -26,9 +26,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define CONN_MAX_INFLIGHT 256
-#define CONN_RESUME_INFLIGHT 128
-#define OUT_PAUSE_BYTES (8u << 20)    /* stop reading calls while this much output is queued */
 #define NFS_ACCEPT_BACKOFF_MS 100
 /* The leader polls the network this long before it sleeps in epoll_wait: the next call of
  * a client with one call at a time then finds it awake, instead of waiting for a thread,
@@ -36,179 +33,11 @@
  * CREATE, WRITE 32 KiB and READ 128 KiB p50 5-9 us (10-18 %) lower with 50 us. It yields
  * the CPU on every empty poll, so a runnable thread is not held back by it. */
 #define NFS_LEADER_SPIN_NS 50000ull
-/* A client that sends calls but does not read replies is dropped once this much output
- * is queued for it, or, while all connections together hold OUT_TOTAL_MAX_BYTES, once it
- * has more than OUT_FAIR_BYTES queued (so a client that reads is never the one dropped).
- * Calls already read keep producing replies after reading pauses: up to
- * CONN_MAX_INFLIGHT replies of 1 MiB each. */
-#define OUT_MAX_BYTES (64u << 20)
-#define OUT_TOTAL_MAX_BYTES (128u << 20)
-#define OUT_FAIR_BYTES (2u << 20)
 
 enum { TAG_CONN = 0, TAG_LISTEN = 1, TAG_STOP = 2 };
 struct ep_tag { int kind; int idx; };
 static struct ep_tag listen_tags[3] = { { TAG_LISTEN, 0 }, { TAG_LISTEN, 1 }, { TAG_LISTEN, 2 } };
 static struct ep_tag stop_tag = { TAG_STOP, 0 };
-
-/* Records c's queued output, here and in the server-wide total; caller holds send_lock. */
-static void set_queued(struct nfs_conn *c, size_t n)
-{
-    size_t old = atomic_exchange(&c->out_queued, n);
-    if (n >= old) atomic_fetch_add(&c->srv->out_total, n - old);
-    else atomic_fetch_sub(&c->srv->out_total, old - n);
-}
-
-static void conn_put(struct nfs_conn *c)
-{
-    if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
-        if (c->srv) set_queued(c, 0);
-        close(c->fd);
-        rm_free(&c->rm);
-        free(c->stash);
-        free(c->out);
-        pthread_mutex_destroy(&c->send_lock);
-        free(c);
-    }
-}
-
-static void conn_kill(struct nfs_conn *c)
-{
-    if (atomic_exchange(&c->dead, 1)) return;
-    shutdown(c->fd, SHUT_RDWR); /* wakes the network thread with EPOLLHUP */
-}
-
-static size_t out_pending(const struct nfs_conn *c) { return c->out_len - c->out_off; }
-
-/* Registers the events the connection needs now; caller holds send_lock. */
-static void conn_update_events_locked(struct nfs_conn *c)
-{
-    if (atomic_load(&c->dead)) return;
-    /* a stash to parse: EPOLLOUT brings the network loop back to it (no bytes may come) */
-    uint32_t ev = (atomic_load(&c->paused) ? 0 : EPOLLIN | EPOLLRDHUP | (atomic_load(&c->has_stash) ? EPOLLOUT : 0)) |
-                  (out_pending(c) ? EPOLLOUT : 0);
-    if (ev == c->ep_events) return;
-    c->ep_events = ev;
-    struct epoll_event e = { .events = ev, .data.ptr = c };
-    epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &e);
-}
-
-static int conn_may_resume(const struct nfs_conn *c)
-{
-    return atomic_load(&c->inflight) < CONN_RESUME_INFLIGHT && out_pending(c) < OUT_PAUSE_BYTES / 2;
-}
-
-/* Resumes reading if the connection was paused and has drained; any thread. */
-static void conn_maybe_resume(struct nfs_conn *c)
-{
-    if (!atomic_load(&c->paused)) return;
-    pthread_mutex_lock(&c->send_lock);
-    if (atomic_load(&c->paused) && conn_may_resume(c)) {
-        atomic_store(&c->paused, 0);
-        conn_update_events_locked(c);
-    }
-    pthread_mutex_unlock(&c->send_lock);
-}
-
-/* Writes out as much as the socket takes; caller holds send_lock. -1 on error. */
-static int send_some(struct nfs_conn *c, const uint8_t *p, size_t len, size_t *off)
-{
-    while (*off < len) {
-        ssize_t n = send(c->fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) { *off += (size_t)n; atomic_store(&c->last_io_ns, nasd_now_ns()); continue; }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-        return -1;
-    }
-    return 0;
-}
-
-/* Never blocks: what the socket does not take is queued and flushed by the
- * network thread on EPOLLOUT, so a client that stops reading only stalls itself. */
-static void conn_send_bytes(struct nfs_conn *c, const uint8_t *buf, size_t len)
-{
-    pthread_mutex_lock(&c->send_lock);
-    size_t off = 0;
-    if (atomic_load(&c->dead)) goto out;
-    if (!out_pending(c) && send_some(c, buf, len, &off) < 0) { conn_kill(c); goto out; }
-    if (off < len) {
-        size_t rest = len - off;
-        if (out_pending(c) + rest > OUT_MAX_BYTES ||
-            (atomic_load(&c->srv->out_total) + rest > OUT_TOTAL_MAX_BYTES && out_pending(c) + rest > OUT_FAIR_BYTES)) {
-            log_warn("nfs: client %s not reading replies (%zu bytes queued, %zu on all connections); "
-                     "dropping connection", c->peer_str, out_pending(c), (size_t)atomic_load(&c->srv->out_total));
-            conn_kill(c);
-            goto out;
-        }
-        if (c->out_off && c->out_off == c->out_len) c->out_off = c->out_len = 0;
-        if (c->out_len + rest > c->out_cap) {
-            if (c->out_off) {               /* compact before growing */
-                memmove(c->out, c->out + c->out_off, out_pending(c));
-                c->out_len -= c->out_off;
-                c->out_off = 0;
-            }
-            size_t cap = c->out_cap ? c->out_cap : 65536;
-            while (cap < c->out_len + rest) cap *= 2;
-            uint8_t *n = realloc(c->out, cap);
-            if (!n) { conn_kill(c); goto out; }
-            c->out = n;
-            c->out_cap = cap;
-        }
-        memcpy(c->out + c->out_len, buf + off, rest);
-        c->out_len += rest;
-        set_queued(c, out_pending(c));
-        conn_update_events_locked(c);
-    }
-out:
-    pthread_mutex_unlock(&c->send_lock);
-}
-
-/* Fills the 4-byte record mark in front of a reply of len bytes (mark included). */
-static void put_record_mark(uint8_t *buf, size_t len)
-{
-    uint32_t mark = RM_LAST_FRAG | (uint32_t)(len - 4);
-    buf[0] = mark >> 24; buf[1] = mark >> 16; buf[2] = mark >> 8; buf[3] = mark;
-}
-
-void nfs_conn_send_reply(struct nfs_conn *c, uint8_t *buf, size_t len)
-{
-    put_record_mark(buf, len);
-    conn_send_bytes(c, buf, len);
-}
-
-/* Sends what the worker's batch has corked. */
-static void cork_flush(struct nfs_worker *w, struct nfs_conn *c)
-{
-    if (w->cork_len) conn_send_bytes(c, w->cork, w->cork_len);
-    w->cork_len = 0;
-}
-
-/* While a worker runs a batch of one connection's calls, their replies go out in one
- * send: at QD32 a send per 4 KiB READ reply was a third of the service's CPU. */
-static void worker_reply(struct nfs_worker *w, struct nfs_conn *c, uint8_t *buf, size_t len)
-{
-    if (!w->corking) { nfs_conn_send_reply(c, buf, len); return; }
-    put_record_mark(buf, len);
-    if (w->cork_len + len > NFS_CORK_BYTES) cork_flush(w, c);
-    if (len > NFS_CORK_BYTES / 2) { conn_send_bytes(c, buf, len); return; }
-    memcpy(w->cork + w->cork_len, buf, len);
-    w->cork_len += len;
-}
-
-/* Network thread, on EPOLLOUT. */
-static void conn_flush(struct nfs_conn *c)
-{
-    pthread_mutex_lock(&c->send_lock);
-    if (send_some(c, c->out, c->out_len, &c->out_off) < 0) {
-        conn_kill(c);
-    } else if (!out_pending(c)) {
-        c->out_off = c->out_len = 0;
-        if (c->out_cap > (4u << 20)) { free(c->out); c->out = NULL; c->out_cap = 0; }
-    }
-    set_queued(c, out_pending(c));
-    if (atomic_load(&c->paused) && conn_may_resume(c)) atomic_store(&c->paused, 0);
-    conn_update_events_locked(c);
-    pthread_mutex_unlock(&c->send_lock);
-}
 
 /* ---- request dispatch (worker side) ---- */
 
@@ -231,7 +60,7 @@ static int drc_check(struct nfs_worker *w, struct nfs_conn *conn, const struct n
     case NFS_DRC_REPLAY:
         log_debug("nfs: %s retransmitted xid %08x (proc %u): cached reply", conn->peer_str,
                   c->call.xid, c->call.proc);
-        worker_reply(w, conn, w->rbuf, len + 4);
+        nfs_worker_reply(w, conn, w->rbuf, len + 4);
         return 1;
     case NFS_DRC_IN_PROGRESS:
         log_debug("nfs: %s retransmitted xid %08x (proc %u) still in progress: dropped",
@@ -260,7 +89,7 @@ size_t nfs_server_handle_record(struct nfs_worker *w, struct nfs_conn *conn, con
     switch (pr) {
     case RPC_PARSE_DROP:
         log_debug("nfs: %s sent an undecodable RPC message; closing", conn->peer_str);
-        conn_kill(conn);
+        nfs_conn_kill(conn);
         return 0;
     case RPC_PARSE_RPC_MISMATCH: rpc_put_rpc_mismatch(&e, c.call.xid); break;
     case RPC_PARSE_BADCRED: rpc_put_auth_error(&e, c.call.xid, AUTH_BADCRED); break;
@@ -286,7 +115,7 @@ size_t nfs_server_handle_record(struct nfs_worker *w, struct nfs_conn *conn, con
     }
     /* cached before sending so that a retransmission racing the reply is answered too */
     if (drc_slot != UINT32_MAX) nfs_drc_done(s->drc, drc_slot, w->rbuf + 4, e.len);
-    worker_reply(w, conn, w->rbuf, e.len + 4);
+    nfs_worker_reply(w, conn, w->rbuf, e.len + 4);
     /* A call is charged the worker's CPU since its previous call ended: the call itself plus
      * the socket reads and queueing that brought it here. One CPU clock read per call, not
      * two (CLOCK_THREAD_CPUTIME_ID is a syscall, ~10 % of a 4K read at QD32); sampling
@@ -307,8 +136,8 @@ static void request_done(struct nfs_req *r)
     free(r->rec);
     free(r);
     atomic_fetch_sub(&conn->inflight, 1);
-    conn_maybe_resume(conn);
-    conn_put(conn);
+    nfs_conn_maybe_resume(conn);
+    nfs_conn_put(conn);
 }
 
 static void run_request(struct nfs_worker *w, struct nfs_req *r)
@@ -325,7 +154,7 @@ static void run_batch(struct nfs_worker *w, struct nfs_req *r)
     for (struct nfs_req *q = r; q; q = q->next)
         if (!atomic_load(&conn->dead)) nfs_server_handle_record(w, conn, q->rec, q->len, q->t_arrive);
     w->corking = 0;
-    cork_flush(w, conn);
+    nfs_cork_flush(w, conn);
     while (r) {
         struct nfs_req *next = r->next;
         request_done(r);
@@ -479,8 +308,8 @@ static void conn_close(struct nfs_server *s, struct nfs_conn *c)
     if (c->cprev) c->cprev->cnext = c->cnext; else s->conns = c->cnext;
     if (c->cnext) c->cnext->cprev = c->cprev;
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    conn_kill(c);
-    conn_put(c);
+    nfs_conn_kill(c);
+    nfs_conn_put(c);
 }
 
 /* Reads what the connection sent; complete calls are queued, except that the first one
@@ -534,12 +363,12 @@ static void conn_readable(struct nfs_server *s, struct nfs_conn *c, uint8_t *buf
     if (had_stash || c->stash_len || atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT ||
         atomic_load(&c->out_queued) >= OUT_PAUSE_BYTES) {
         pthread_mutex_lock(&c->send_lock);
-        if (c->stash_len || atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT || out_pending(c) >= OUT_PAUSE_BYTES) {
+        if (c->stash_len || atomic_load(&c->inflight) >= CONN_MAX_INFLIGHT || nfs_out_pending(c) >= OUT_PAUSE_BYTES) {
             atomic_store(&c->paused, 1);
             /* workers that finished before the store did not see the flag */
-            if (conn_may_resume(c)) atomic_store(&c->paused, 0);
+            if (nfs_conn_may_resume(c)) atomic_store(&c->paused, 0);
         }
-        conn_update_events_locked(c);
+        nfs_conn_update_events_locked(c);
         pthread_mutex_unlock(&c->send_lock);
     }
 }
@@ -609,7 +438,7 @@ static void accept_all(struct nfs_server *s, int idx)
         struct epoll_event ev = { .events = c->ep_events, .data.ptr = c };
         if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
             nfs_conn_limit_release(&s->limits, &ss);
-            conn_put(c);
+            nfs_conn_put(c);
             continue;
         }
         c->cnext = s->conns;
@@ -655,7 +484,7 @@ static struct nfs_req *net_lead(struct nfs_server *s, struct nfs_worker *w)
             if (t->kind == TAG_STOP) return keep;
             if (t->kind == TAG_LISTEN) { if (!s->accept_resume_ns) accept_all(s, t->idx); continue; }
             struct nfs_conn *c = (struct nfs_conn *)t;
-            if (evs[i].events & EPOLLOUT) conn_flush(c);   /* never frees c */
+            if (evs[i].events & EPOLLOUT) nfs_conn_flush(c);   /* never frees c */
             if ((evs[i].events & EPOLLIN) || ((evs[i].events & EPOLLOUT) && atomic_load(&c->has_stash) && !atomic_load(&c->paused)))
                 conn_readable(s, c, w->netbuf, NFS_NET_BUF, &keep);
             else if (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) conn_close(s, c);
