@@ -48,7 +48,7 @@ struct req {
     int fd;                    /* binary upload (snapshot stream) spooled to an unlinked file, else -1 */
     uint64_t spool_left;       /* bytes more the spool takes (spool_limit) */
     int stream_too_big;
-    int spool_disk;            /* stream_too_big because the spool's file system filled */
+    int spool_disk;            /* spool_left is what the spool's file system can hold: a cut stream gets 507 */
     int spooling;              /* counted in http_server.spools */
     /* a reply's long work (api_reply.work) on its own thread, the connection suspended */
     struct api_reply pending;
@@ -415,7 +415,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (*upload_size > rq->spool_left) {   /* no more disk for it: the rest is dropped */
             close(rq->fd); rq->fd = -1; rq->too_big = rq->stream_too_big = 1;
         } else rq->spool_left -= *upload_size;
-        if (!rq->stream_too_big) rq->spool_disk = 0;   /* only a cut stream reports the disk */
         for (const char *p = upload; rq->fd >= 0 && p < upload + *upload_size;) {
             ssize_t n = write(rq->fd, p, upload + *upload_size - p);
             if (n < 0 && errno == EINTR) continue;

@@ -22,6 +22,7 @@ struct st_job {
     json_t *timeline;
     atomic_int cancel;
     int finished;               /* thread finished; under mgr->lock */
+    int reported;               /* its end is (about to be) in the DB: not counted as running; mgr->lock */
     pthread_t thr;
     struct st_run run;
     struct selftest_mgr *m;
@@ -157,6 +158,9 @@ static void *job_thread(void *arg)
     double progress = j->progress;
     pthread_mutex_unlock(&j->lock);
     const char *status = rc ? "failed" : "done";
+    pthread_mutex_lock(&j->m->lock);
+    j->reported = 1;   /* a client that saw it end may start another at once */
+    pthread_mutex_unlock(&j->m->lock);
     if (db_exec(&j->m->db, NULL, "UPDATE selftest_jobs SET status=?, progress=?, finished=?, result_json=?, "
                 "timeline_json=?, error=? WHERE id=?", "sdijjsi", status, progress, (int64_t)time(NULL), result,
                 timeline, rc ? r->error : NULL, j->id))
@@ -292,7 +296,7 @@ int selftest_submit(struct selftest_mgr *m, const struct selftest_req *q, int64_
     pthread_mutex_lock(&m->lock);
     reap(m);
     int running = 0;
-    for (struct st_job *o = m->jobs; o; o = o->next) running++;
+    for (struct st_job *o = m->jobs; o; o = o->next) running += !o->reported;
     if (running >= ST_MAX_RUNNING) {   /* NFS exports of one dataset would each take one */
         snprintf(err, errlen, "%d self-tests are running, the most at once; wait for one to end", running);
         pthread_mutex_unlock(&m->lock);

@@ -91,6 +91,7 @@ out=$(timeout 120 $P flood 127.0.0.1 $NP $MP /export 16 4 $PID) || fail "flood: 
 echo "$out"
 grown=$(echo "$out" | sed -n 's/.*rss +\([0-9-]*\) MB/\1/p'); lat=$(echo "$out" | sed -n 's/getattr \([0-9.]*\) s.*/\1/p')
 [ "$grown" -lt 64 ] || fail "server memory grew by $grown MB under the flood"
+[ -n "$lat" ] && [ -n "$grown" ] || fail "flood printed no figures: $out"
 awk -v l="$lat" 'BEGIN { exit !(l < 1.0) }' || fail "another client's GETATTR took $lat s under the flood"
 $P null 127.0.0.1 $NP 100003 3 >/dev/null || fail "NULL after the flood"
 nfs_serve_down
