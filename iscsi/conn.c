@@ -67,9 +67,6 @@ static void peer_addr(struct iscsi_conn *c)
         memcpy(c->peer, &a->sin6_addr, 16);
         inet_ntop(AF_INET6, &a->sin6_addr, c->peer_str, sizeof c->peer_str);
     }
-    uint32_t h = 2166136261u;   /* FNV-1a: the address's data-out slot */
-    for (int i = 0; i < 16; i++) h = (h ^ c->peer[i]) * 16777619u;
-    c->dout_slot = h % ISCSI_DOUT_ADDR_SLOTS;
 }
 
 void conn_new(struct net_thread *nt, int fd)
@@ -98,10 +95,15 @@ void conn_new(struct net_thread *nt, int fd)
     local_addr(c);
     peer_addr(c);
     if (server_conn_admit(nt->srv, c)) { free(c->rx); free(c); close(fd); return; }
+    if (!(c->dpeer = server_dout_peer_get(nt->srv, c->peer))) {
+        server_conn_release(nt->srv, c);
+        free(c->rx); free(c); close(fd); return;
+    }
     c->ev_mask = EPOLLIN;
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
     if (epoll_ctl(nt->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         server_conn_release(nt->srv, c);
+        server_dout_peer_put(nt->srv, c->dpeer);
         free(c->rx); free(c); close(fd); return;
     }
     c->next = nt->conns;
@@ -119,6 +121,8 @@ static void tx_release(struct tx_buf *b)
 void conn_put(struct iscsi_conn *c)
 {
     if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+    server_session_unregister(c->nt->srv, c);
+    server_dout_peer_put(c->nt->srv, c->dpeer);
     for (struct tx_buf *b = c->tx_head, *n; b; b = n) { n = b->next; tx_release(b); }
     if (c->tgt) tgt_put(c->tgt);
     free(c->login_acc);
@@ -137,8 +141,7 @@ void conn_close(struct iscsi_conn *c)
     if (c->prev) c->prev->next = c->next; else c->nt->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     c->next = c->prev = NULL;
-    server_session_unregister(c->nt->srv, c);
-    server_conn_release(c->nt->srv, c);
+    server_conn_release(c->nt->srv, c);   /* the session stays registered until its commands are back */
     for (struct tx_buf *b = c->tx_head, *n; b; b = n) { n = b->next; tx_release(b); }
     c->tx_head = c->tx_tail = NULL;
     conn_queued_add(c, -(int64_t)c->tx_bytes);
@@ -462,7 +465,7 @@ static int process_rx(struct iscsi_conn *c)
 /* A command that holds a data-out buffer but gets no Data-Out for dout_timeout_s. */
 static bool dout_stalled(struct iscsi_conn *c, uint64_t now, uint64_t limit_ns)
 {
-    if (!c->dout_bytes) return false;
+    if (!c->dout_bytes || c->rx_paused || now < c->dout_grace_ns) return false;
     for (unsigned i = 0; i < ISCSI_TASK_HASH; i++)
         for (struct iscsi_task *t = c->tasks[i]; t; t = t->hnext)
             if ((t->state == TS_WAIT_R2T || t->state == TS_WAIT_UNSOL) && t->dout && now - t->dout_ns > limit_ns)
@@ -494,6 +497,8 @@ void conn_resume_rx(struct iscsi_conn *c)
     while (!c->dead && c->rx_paused && c->tx_bytes + c->din_pending < ISCSI_TX_LOW) {
         size_t before = c->rx_len;
         c->rx_paused = false;
+        /* its Data-Out waited in the socket meanwhile: the clock starts again */
+        c->dout_grace_ns = nasd_now_ns() + (uint64_t)c->nt->srv->limits.dout_timeout_s * 1000000000ull;
         if (process_rx(c) < 0) { conn_flush(c); conn_close(c); return; }
         conn_flush(c);
         if (c->rx_len == before) break;            /* still blocked on the same PDU (global) */

@@ -19,7 +19,7 @@
 #define ISCSI_MAX_DOUT_GLOBAL (256ull << 20)      /* all connections together */
 #define ISCSI_MAX_DOUT_ADDR (128ull << 20)        /* all connections of one initiator address */
 #define ISCSI_DOUT_SHARE (8ull << 20)             /* an address holding less may go over the global */
-#define ISCSI_DOUT_ADDR_SLOTS 64u                 /* per-address sums, by a hash of the address */
+#define ISCSI_DOUT_PEER_BUCKETS 256u              /* per-address sums: a hash table of the addresses */
 #define ISCSI_TPGT 1
 /* Flow control: a connection whose queued output (plus data-in of commands still on a
  * worker) is above TX_HIGH is not read from until it drains below TX_LOW, like LIO/tgt;
@@ -66,6 +66,7 @@ struct iscsi_task {
     uint32_t seq_end;                  /* end offset of current unsolicited/R2T sequence */
     uint32_t exp_datasn, r2tsn, ttt;
     uint32_t tmf_itt;                  /* ABORT TASK answered when the R2T data arrives */
+    bool tmf_waits;                    /* that ABORT TASK is still unanswered */
     uint8_t res_flags;                 /* DIN_O / DIN_U override for error paths */
     uint32_t res_count;
     uint64_t t_arrive, cpu_ns, cpu_mark;
@@ -85,6 +86,14 @@ struct tx_buf {
 
 struct net_thread;
 
+/* Data-out bytes held by all connections of one initiator address. */
+struct dout_peer {
+    uint8_t addr[16];
+    _Atomic uint64_t bytes;
+    unsigned refs;                     /* connections (srv->cap_lock) */
+    struct dout_peer *next;
+};
+
 enum conn_phase { PH_LOGIN = 0, PH_FFP, PH_CLOSING };
 enum chap_state { CHAP_NONE = 0, CHAP_WAIT_A, CHAP_WAIT_R, CHAP_OK };
 
@@ -96,9 +105,9 @@ struct iscsi_conn {
     bool registered;
     atomic_bool reinstated;            /* a newer login took over this I_T nexus */
     atomic_bool fenced;                /* reinstated: workers run none of its commands any more */
-    atomic_int executing;              /* its commands inside scsi_execute on a worker now */
+    atomic_int executing;              /* its commands inside scsi_execute now (worker or inline) */
     unsigned aborting;                 /* aborted tasks still on a worker (their writes may land) */
-    struct tmf_wait { uint32_t itt; uint8_t resp; bool close_after; } tmf_wait[8];
+    struct tmf_wait { uint32_t itt; uint8_t resp; bool close_after; } tmf_wait[32];
     unsigned ntmf_wait;                /* TMF responses held until aborting is 0 */
     int fd;
     atomic_int refs;                   /* the thread's own + one per task on a worker */
@@ -116,7 +125,8 @@ struct iscsi_conn {
     unsigned login_pdus;
     uint64_t born_ns;
     uint64_t dout_bytes;               /* data-out buffers held by pending tasks */
-    unsigned dout_slot;                /* its address's slot in srv->dout_addr */
+    struct dout_peer *dpeer;           /* its address's data-out sum (held until the last task is gone) */
+    uint64_t dout_grace_ns;            /* no Data-Out timeout before this: reading was paused by us */
     /* receive */
     uint8_t *rx;
     size_t rx_len, rx_cap;
@@ -200,7 +210,8 @@ struct iscsi_server {
     unsigned npeers, peers_cap;
     _Atomic uint64_t queued;           /* sum of tx_bytes + din_pending of all connections */
     _Atomic uint64_t dout_total;       /* sum of dout_bytes of all connections */
-    _Atomic uint64_t dout_addr[ISCSI_DOUT_ADDR_SLOTS];   /* the same by initiator address (hashed) */
+    struct dout_peer *dout_peers[ISCSI_DOUT_PEER_BUCKETS];   /* the same per initiator address (cap_lock) */
+    uint64_t dout_seed;                /* random key of that table's hash */
     /* CHAP challenges recently sent (cap_lock): a mutual-CHAP challenge equal to one of
      * them is a reflection attempt */
     uint8_t sent_chal[64][16];
@@ -216,8 +227,13 @@ void server_send_targets(struct iscsi_server *s, struct iscsi_conn *c, const cha
 void worker_submit(struct iscsi_server *s, struct iscsi_task *t);
 /* Registers c as the session of its I_T nexus; older sessions of the same nexus to the
  * same target are dropped (session reinstatement, RFC 7143 6.3.5). */
-void server_session_register(struct iscsi_server *s, struct iscsi_conn *c);
+/* -EBUSY: the I_T nexus's old session still runs commands (fenced now): answer the login
+ * "service unavailable", the initiator tries again. */
+int server_session_register(struct iscsi_server *s, struct iscsi_conn *c);
 void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c);
+/* The data-out sum of an address, counted once per connection; NULL without memory. */
+struct dout_peer *server_dout_peer_get(struct iscsi_server *s, const uint8_t addr[16]);
+void server_dout_peer_put(struct iscsi_server *s, struct dout_peer *p);
 bool tgt_acl_allows(const struct iscsi_tgt *t, const char *initiator);
 
 /* Caps: admit a new connection from addr (0, or -1 with the reason logged) / release it;

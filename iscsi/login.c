@@ -12,7 +12,7 @@
 enum { ST_SUCCESS = 0x0000, ST_INITIATOR_ERROR = 0x0200, ST_AUTH_FAILED = 0x0201,
        ST_FORBIDDEN = 0x0202, ST_NOT_FOUND = 0x0203, ST_REMOVED = 0x0204,
        ST_UNSUPPORTED_VERSION = 0x0205, ST_MISSING_PARAM = 0x0207, ST_NO_SESSION = 0x020a,
-       ST_INVALID_DURING_LOGIN = 0x020b, ST_TARGET_ERROR = 0x0300 };
+       ST_INVALID_DURING_LOGIN = 0x020b, ST_TARGET_ERROR = 0x0300, ST_SERVICE_UNAVAILABLE = 0x0301 };
 
 struct login_rsp {
     struct text_out keys;
@@ -356,6 +356,8 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
         c->auth_done = true;                  /* no AuthMethod offered and none needed */
         r.transit = true;
     }
+    if (r.transit && nsg == 3 && !c->discovery && server_session_register(c->nt->srv, c))
+        return login_fail(c, bhs, &r, ST_SERVICE_UNAVAILABLE);
     if (r.transit && nsg == 3) {
         c->tsih = (uint16_t)(atomic_fetch_add(&c->nt->srv->next_tsih, 1) % 65535 + 1);
     }
@@ -366,7 +368,6 @@ int login_handle(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, 
         if (nsg == 3) {
             c->phase = PH_FFP;
             server_conn_logged_in(c->nt->srv, c);
-            if (!c->discovery) server_session_register(c->nt->srv, c);
             c->hdigest = c->neg_hdigest;      /* digests start with the next PDU */
             c->ddigest = c->neg_ddigest;
             free(c->login_acc);

@@ -4,6 +4,8 @@
 #include "iscsi/iscsi_int.h"
 #include "util/net.h"
 #include "util/log.h"
+#include <xxhash.h>
+#include <sys/random.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -230,37 +232,42 @@ int iscsi_server_remove_target(struct iscsi_server *s, const char *iqn)
 
 /* ---- session registry ---- */
 
-/* A login that reinstates an I_T nexus drops the old session, and returns only once none
- * of the old session's commands is still writing: the new session's writes must not be
- * overtaken by an old one that a worker was running (the caller answers the login after). */
-void server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
+/* A login that reinstates an I_T nexus drops the old session (workers and its thread run
+ * none of its commands from now on) and goes ahead only once none of them is still
+ * running: the new session's writes must not be overtaken by an old one. A session stays
+ * registered until its last command is back (conn_put), so a login after a connection
+ * loss waits for that one's commands too. Waits 200 ms at most on this network thread. */
+int server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
 {
-    struct iscsi_conn *old[8];
-    unsigned nold = 0;
-    pthread_mutex_lock(&s->sess_lock);
-    for (struct iscsi_conn *o = s->sessions; o; o = o->snext) {
-        if (o->tgt == c->tgt && !strcmp(o->nexus, c->nexus) && !atomic_load(&o->reinstated)) {
-            atomic_store(&o->fenced, true);
-            atomic_store(&o->reinstated, true);
-            atomic_store(&o->nt->kick_targets, true);
-            kick(o->nt);
-            if (nold < sizeof old / sizeof old[0]) {   /* registered, so alive: a reference for the wait */
-                atomic_fetch_add(&o->refs, 1);
-                old[nold++] = o;
+    for (int tries = 0;; tries++) {
+        bool busy = false;
+        pthread_mutex_lock(&s->sess_lock);
+        for (struct iscsi_conn *o = s->sessions; o; o = o->snext) {
+            if (o == c || o->tgt != c->tgt || strcmp(o->nexus, c->nexus)) continue;
+            if (!atomic_load(&o->reinstated)) {
+                atomic_store(&o->fenced, true);
+                atomic_store(&o->reinstated, true);
+                atomic_store(&o->nt->kick_targets, true);
+                kick(o->nt);
             }
+            atomic_store(&o->fenced, true);   /* one whose connection was lost, too */
+            busy |= atomic_load(&o->executing) > 0;
         }
-    }
-    c->sprev = NULL;
-    c->snext = s->sessions;
-    if (s->sessions) s->sessions->sprev = c;
-    s->sessions = c;
-    c->registered = true;
-    pthread_mutex_unlock(&s->sess_lock);
-    for (unsigned i = 0; i < nold; i++) {
-        for (int ms = 0; atomic_load(&old[i]->executing) && ms < 30000; ms++) usleep(1000);
-        if (atomic_load(&old[i]->executing))
-            log_warn("iscsi: %s: a command of the reinstated session still runs after 30 s", c->ini_log);
-        conn_put(old[i]);
+        if (!busy) {
+            c->sprev = NULL;
+            c->snext = s->sessions;
+            if (s->sessions) s->sessions->sprev = c;
+            s->sessions = c;
+            c->registered = true;
+        }
+        pthread_mutex_unlock(&s->sess_lock);
+        if (!busy) return 0;
+        if (tries == 100) {
+            log_info("iscsi: %s: the old session's commands still run; login answered 'service unavailable'",
+                     c->ini_log);
+            return -EBUSY;
+        }
+        usleep(2000);
     }
 }
 
@@ -337,6 +344,39 @@ void server_conn_release(struct iscsi_server *s, struct iscsi_conn *c)
     if (c->counted_prelogin) { s->nprelogin--; c->counted_prelogin = false; }
     struct peer_count *p = peer_find(s, c->peer);
     if (p && --p->n == 0) *p = s->peers[--s->npeers];
+    pthread_mutex_unlock(&s->cap_lock);
+}
+
+static unsigned dout_bucket(struct iscsi_server *s, const uint8_t addr[16])
+{
+    return (unsigned)(XXH3_64bits_withSeed(addr, 16, s->dout_seed) % ISCSI_DOUT_PEER_BUCKETS);
+}
+
+struct dout_peer *server_dout_peer_get(struct iscsi_server *s, const uint8_t addr[16])
+{
+    pthread_mutex_lock(&s->cap_lock);
+    struct dout_peer **b = &s->dout_peers[dout_bucket(s, addr)], *p = *b;
+    while (p && memcmp(p->addr, addr, 16)) p = p->next;
+    if (!p && (p = calloc(1, sizeof *p))) {
+        memcpy(p->addr, addr, 16);
+        p->next = *b;
+        *b = p;
+    }
+    if (p) p->refs++;
+    pthread_mutex_unlock(&s->cap_lock);
+    return p;
+}
+
+void server_dout_peer_put(struct iscsi_server *s, struct dout_peer *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&s->cap_lock);
+    if (--p->refs == 0) {
+        struct dout_peer **pp = &s->dout_peers[dout_bucket(s, p->addr)];
+        while (*pp != p) pp = &(*pp)->next;
+        *pp = p->next;
+        free(p);
+    }
     pthread_mutex_unlock(&s->cap_lock);
 }
 
@@ -551,6 +591,7 @@ struct iscsi_server *iscsi_server_start_held(const char *portal, int workers, ch
     pthread_mutex_init(&s->sess_lock, NULL);
     pthread_mutex_init(&s->cap_lock, NULL);
     s->limits = (struct iscsi_limits){ .max_conns = 1024, .max_per_addr = 64, .max_prelogin = 128, .dout_timeout_s = 30 };
+    if (getrandom(&s->dout_seed, sizeof s->dout_seed, 0) != sizeof s->dout_seed) s->dout_seed = nasd_now_ns();
     pthread_cond_init(&s->wq_cond, NULL);
     atomic_init(&s->next_tsih, 0);
     s->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

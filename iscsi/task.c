@@ -38,7 +38,7 @@ static void dout_account(struct iscsi_conn *c, int64_t delta)
 {
     c->dout_bytes += (uint64_t)delta;
     atomic_fetch_add(&c->nt->srv->dout_total, (uint64_t)delta);
-    atomic_fetch_add(&c->nt->srv->dout_addr[c->dout_slot], (uint64_t)delta);
+    atomic_fetch_add(&c->dpeer->bytes, (uint64_t)delta);
 }
 
 /* Whether want more bytes of data-out buffers fit: the connection's and its address's
@@ -47,7 +47,7 @@ static void dout_account(struct iscsi_conn *c, int64_t delta)
 static bool dout_fits(struct iscsi_conn *c, uint64_t want)
 {
     struct iscsi_server *s = c->nt->srv;
-    uint64_t addr = atomic_load(&s->dout_addr[c->dout_slot]) + want, all = atomic_load(&s->dout_total) + want;
+    uint64_t addr = atomic_load(&c->dpeer->bytes) + want, all = atomic_load(&s->dout_total) + want;
     if (c->dout_bytes + want > ISCSI_MAX_DOUT_BYTES || addr > ISCSI_MAX_DOUT_ADDR) return false;
     return all <= ISCSI_MAX_DOUT_GLOBAL || (addr <= ISCSI_DOUT_SHARE && all <= 2 * ISCSI_MAX_DOUT_GLOBAL);
 }
@@ -102,9 +102,6 @@ static void send_scsi_response(struct iscsi_conn *c, struct iscsi_task *t, uint8
     tx_queue(c, b);
 }
 
-/* Sends the result of a finished task and frees it. */
-static int send_tmf_rsp(struct iscsi_conn *c, uint32_t itt, uint8_t resp);
-
 /* An aborted task came back from its worker: once none is out, the held TMF responses
  * go (the initiator may then rewrite what the aborted commands were writing). */
 static void abort_returned(struct iscsi_conn *c)
@@ -117,6 +114,7 @@ static void abort_returned(struct iscsi_conn *c)
     c->ntmf_wait = 0;
 }
 
+/* Sends the result of a finished task and frees it. */
 static void task_respond(struct iscsi_task *t)
 {
     struct iscsi_conn *c = t->conn;
@@ -216,7 +214,11 @@ static void task_execute(struct iscsi_task *t)
         worker_submit(c->nt->srv, t);
         return;
     }
-    scsi_execute(&t->sc);
+    /* counted, then the fence read, as on a worker (server_session_register) */
+    atomic_fetch_add(&c->executing, 1);
+    if (atomic_load(&c->fenced)) t->aborted = true;   /* a newer login took the nexus: not run */
+    else scsi_execute(&t->sc);
+    atomic_fetch_sub(&c->executing, 1);
     task_respond(t);
 }
 
@@ -400,6 +402,10 @@ void task_free_all(struct iscsi_conn *c)
  * responses wait for that (abort_returned): it may be writing. */
 static void task_abort(struct iscsi_task *t)
 {
+    if (t->tmf_waits) {   /* an ABORT TASK waiting for this task's R2T data: answered now */
+        t->tmf_waits = false;
+        send_tmf_rsp(t->conn, t->tmf_itt, TMF_COMPLETE);
+    }
     if (t->state == TS_EXEC && t->sc.slow) {
         task_unhash(t);
         if (!t->abort_waits) { t->abort_waits = true; t->conn->aborting++; }
@@ -438,6 +444,7 @@ int task_tmf(struct iscsi_conn *c, const uint8_t *bhs)
              * (RFC 7143 11.5.1), so the initiator never sends data for a dead task. */
             t->aborted = true;
             t->tmf_itt = bhs_itt(bhs);
+            t->tmf_waits = true;
             return 0;
         }
         if (t && !memcmp(t->lun_field, bhs + 8, 8)) task_abort(t);

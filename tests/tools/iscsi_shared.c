@@ -22,13 +22,21 @@ static void result(const char *name, bool ok)
     if (!ok) failures++;
 }
 
+/* Logs in; "service unavailable" (0x0301: a reinstated session's commands still run) is
+ * tried again, as initiators do. */
 static bool login_from(struct wconn *w, const char *src, const char *ini, const uint8_t isid[6])
 {
-    int fd = w_dial_from(src);
-    if (fd < 0) return false;
-    w_init(w, fd);
-    if (w_login(w, ini, iqn, isid) != 0) { close(fd); return false; }
-    return true;
+    for (int tries = 0; tries < 50; tries++) {
+        int fd = w_dial_from(src);
+        if (fd < 0) return false;
+        w_init(w, fd);
+        int st = w_login(w, ini, iqn, isid);
+        if (st == 0) return true;
+        close(fd);
+        if (st != 0x0301) return false;
+        usleep(100000);
+    }
+    return false;
 }
 
 /* ---- data-out pool ---- */
