@@ -147,7 +147,8 @@ void conn_close(struct iscsi_conn *c)
     conn_queued_add(c, -(int64_t)c->tx_bytes);
     c->tx_bytes = 0;
     task_free_all(c);
-    if (c->tgt && !c->discovery)                     /* I_T nexus loss ends RESERVE(6) */
+    /* I_T nexus loss ends RESERVE(6); a reinstating login did that already (the nexus is its now) */
+    if (c->tgt && !c->discovery && !atomic_load(&c->reinstated))
         for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
     log_debug("iscsi: connection closed (%s)", c->initiator[0] ? c->ini_log : "no login");
     c->next = c->nt->reap;                           /* the thread's reference, dropped later */
@@ -284,6 +285,7 @@ void conn_flush(struct iscsi_conn *c)
             conn_close(c);
             return;
         }
+        if (w > 0) c->tx_progress_ns = nasd_now_ns();
         size_t done = (size_t)w + c->tx_off, freed = 0;
         while (c->tx_head) {
             struct tx_buf *b = c->tx_head;
@@ -382,6 +384,7 @@ static int dispatch(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
     log_debug("iscsi: rx op 0x%02x cdb %02x %02x flags 0x%02x itt 0x%x ttt/edtl 0x%x sn %u dlen %u off %u", op, bhs[32], bhs[45], bhs[1],
               bhs_itt(bhs), get_be32(bhs + 20), get_be32(bhs + 24), dlen, get_be32(bhs + 40));
     if (bhs_ahs_len(bhs) && op != OP_SCSI_CMD) { log_debug("iscsi: AHS on opcode 0x%02x", op); return -1; }
+    if (atomic_load(&c->fenced)) return -1;   /* reinstated: nothing more of this session (a reset, a release) */
     if (c->phase == PH_LOGIN) {
         if (op != OP_LOGIN_REQ) { log_debug("iscsi: opcode 0x%02x before login", op); return -1; }
         return login_handle(c, bhs, data, dlen);
@@ -465,7 +468,10 @@ static int process_rx(struct iscsi_conn *c)
 /* A command that holds a data-out buffer but gets no Data-Out for dout_timeout_s. */
 static bool dout_stalled(struct iscsi_conn *c, uint64_t now, uint64_t limit_ns)
 {
-    if (!c->dout_bytes || c->rx_paused || now < c->dout_grace_ns) return false;
+    if (!c->dout_bytes || now < c->dout_grace_ns) return false;
+    /* not read because of our output: exempt while that output moves (or is others'), not
+     * when the client stops reading its own replies to keep its buffers */
+    if (c->rx_paused && (!c->tx_bytes || now - c->tx_progress_ns < limit_ns)) return false;
     for (unsigned i = 0; i < ISCSI_TASK_HASH; i++)
         for (struct iscsi_task *t = c->tasks[i]; t; t = t->hnext)
             if ((t->state == TS_WAIT_R2T || t->state == TS_WAIT_UNSOL) && t->dout && now - t->dout_ns > limit_ns)
@@ -473,12 +479,15 @@ static bool dout_stalled(struct iscsi_conn *c, uint64_t now, uint64_t limit_ns)
     return false;
 }
 
-void conn_check_timeouts(struct net_thread *nt)
+void conn_check_timeouts(struct net_thread *nt, bool thread_stalled)
 {
     uint64_t now = nasd_now_ns();
     uint64_t dout_limit = (uint64_t)nt->srv->limits.dout_timeout_s * 1000000000ull;   /* read unlocked: a hint */
     for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
         next = c->next;
+        /* this thread did not read for a while (a stall in an inline command): their
+         * Data-Out may sit in the sockets */
+        if (thread_stalled) c->dout_grace_ns = now + dout_limit;
         if (c->phase == PH_LOGIN && now - c->born_ns > LOGIN_TIMEOUT_NS) {
             log_info("iscsi: login timeout, dropping connection");
             conn_close(c);

@@ -127,6 +127,7 @@ struct iscsi_conn {
     uint64_t dout_bytes;               /* data-out buffers held by pending tasks */
     struct dout_peer *dpeer;           /* its address's data-out sum (held until the last task is gone) */
     uint64_t dout_grace_ns;            /* no Data-Out timeout before this: reading was paused by us */
+    uint64_t tx_progress_ns;           /* the socket last took bytes of our output */
     /* receive */
     uint8_t *rx;
     size_t rx_len, rx_cap;
@@ -228,7 +229,7 @@ void worker_submit(struct iscsi_server *s, struct iscsi_task *t);
 /* Registers c as the session of its I_T nexus; older sessions of the same nexus to the
  * same target are dropped (session reinstatement, RFC 7143 6.3.5). */
 /* -EBUSY: the I_T nexus's old session still runs commands (fenced now): answer the login
- * "service unavailable", the initiator tries again. */
+ * "service unavailable", the initiator tries again. Matches by target name and nexus. */
 int server_session_register(struct iscsi_server *s, struct iscsi_conn *c);
 void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c);
 /* The data-out sum of an address, counted once per connection; NULL without memory. */
@@ -263,7 +264,7 @@ void conn_resume_rx(struct iscsi_conn *c);
 void conn_global_poll(struct net_thread *nt);
 void conn_new(struct net_thread *nt, int fd);
 void conn_on_event(struct iscsi_conn *c, uint32_t events);
-void conn_check_timeouts(struct net_thread *nt);
+void conn_check_timeouts(struct net_thread *nt, bool thread_stalled);
 /* Closes the socket; the memory stays valid until conn_reap() (end of the epoll batch,
  * whose later events may still point at c). */
 void conn_close(struct iscsi_conn *c);

@@ -232,43 +232,41 @@ int iscsi_server_remove_target(struct iscsi_server *s, const char *iqn)
 
 /* ---- session registry ---- */
 
-/* A login that reinstates an I_T nexus drops the old session (workers and its thread run
- * none of its commands from now on) and goes ahead only once none of them is still
- * running: the new session's writes must not be overtaken by an old one. A session stays
- * registered until its last command is back (conn_put), so a login after a connection
- * loss waits for that one's commands too. Waits 200 ms at most on this network thread. */
+/* A login that reinstates an I_T nexus (the same target name: an export edit makes a new
+ * target object) drops the old session (workers and its thread run none of its commands
+ * from now on, its reservations by RESERVE(6) end) and goes ahead only once none of them
+ * is still running: the new session's writes must not be overtaken by an old one. A
+ * session stays registered until its last command is back (conn_put), so a login after
+ * a lost connection waits for that one's commands too. No waiting here, on a network
+ * thread: -EBUSY, and the initiator logs in again. */
 int server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
 {
-    for (int tries = 0;; tries++) {
-        bool busy = false;
-        pthread_mutex_lock(&s->sess_lock);
-        for (struct iscsi_conn *o = s->sessions; o; o = o->snext) {
-            if (o == c || o->tgt != c->tgt || strcmp(o->nexus, c->nexus)) continue;
-            if (!atomic_load(&o->reinstated)) {
-                atomic_store(&o->fenced, true);
-                atomic_store(&o->reinstated, true);
-                atomic_store(&o->nt->kick_targets, true);
-                kick(o->nt);
-            }
-            atomic_store(&o->fenced, true);   /* one whose connection was lost, too */
-            busy |= atomic_load(&o->executing) > 0;
+    bool busy = false, released = false;
+    pthread_mutex_lock(&s->sess_lock);
+    for (struct iscsi_conn *o = s->sessions; o; o = o->snext) {
+        if (o == c || strcmp(o->tgt->cfg.iqn, c->tgt->cfg.iqn) || strcmp(o->nexus, c->nexus)) continue;
+        if (!atomic_load(&o->reinstated)) {
+            atomic_store(&o->fenced, true);
+            atomic_store(&o->reinstated, true);
+            atomic_store(&o->nt->kick_targets, true);
+            kick(o->nt);
+            released = true;
         }
-        if (!busy) {
-            c->sprev = NULL;
-            c->snext = s->sessions;
-            if (s->sessions) s->sessions->sprev = c;
-            s->sessions = c;
-            c->registered = true;
-        }
-        pthread_mutex_unlock(&s->sess_lock);
-        if (!busy) return 0;
-        if (tries == 100) {
-            log_info("iscsi: %s: the old session's commands still run; login answered 'service unavailable'",
-                     c->ini_log);
-            return -EBUSY;
-        }
-        usleep(2000);
+        atomic_store(&o->fenced, true);   /* one whose connection was lost, too */
+        busy |= atomic_load(&o->executing) > 0;
     }
+    if (!busy) {
+        c->sprev = NULL;
+        c->snext = s->sessions;
+        if (s->sessions) s->sessions->sprev = c;
+        s->sessions = c;
+        c->registered = true;
+    }
+    pthread_mutex_unlock(&s->sess_lock);
+    if (released)   /* before the new session can take one under the same nexus */
+        for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
+    if (busy) log_info("iscsi: %s: the old session's commands still run; login answered 'service unavailable'", c->ini_log);
+    return busy ? -EBUSY : 0;
 }
 
 void server_session_unregister(struct iscsi_server *s, struct iscsi_conn *c)
@@ -537,7 +535,6 @@ static void *net_main(void *arg)
             struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &listen_kind };
             epoll_ctl(nt->epfd, EPOLL_CTL_ADD, nt->srv->listen_fd, &lev);
         }
-        if (now - last_check > 1000000000ull) { conn_check_timeouts(nt); last_check = now; }
         if (n < 0) { if (errno == EINTR) continue; log_err("iscsi: epoll_wait: %s", strerror(errno)); break; }
         for (int i = 0; i < n; i++) {
             int kind = *(int *)ev[i].data.ptr;
@@ -546,6 +543,10 @@ static void *net_main(void *arg)
             else conn_event_charged(ev[i].data.ptr, ev[i].events);
         }
         conn_global_poll(nt);
+        /* after the events: what they brought counts; a batch over 2 s (an inline command
+         * stuck in a stall) did not read anybody's Data-Out meanwhile */
+        uint64_t after = nasd_now_ns();
+        if (after - last_check > 1000000000ull) { conn_check_timeouts(nt, after - now > 2000000000ull); last_check = after; }
         conn_reap(nt);          /* nothing in ev[] points at a closed connection any more */
     }
     while (nt->conns) conn_close(nt->conns);

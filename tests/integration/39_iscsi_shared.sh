@@ -3,7 +3,8 @@
 # - the data-out buffer pool: initiators on two addresses hold WRITEs whose Data-Out never
 #   comes (the whole 256 MiB); a third address still writes (each address has its own cap
 #   and a small share beyond the global one), and the holders are dropped once their
-#   Data-Out is overdue (--dout-timeout 3; 30 s in the daemon);
+#   Data-Out is overdue (--dout-timeout 3; 30 s in the daemon), also one that stops reading
+#   its replies so that the target stops reading it;
 # - a LU's persistent-reservation registrants: at most 256;
 # - writes a reset or a reinstating login said were gone: on the daemon's raidz1 volume
 #   (writes slow enough to still run), 'Y' written after LOGICAL UNIT RESET was answered,
@@ -27,6 +28,7 @@ for _ in $(seq 200); do grep -q '^ready' "$T/serve.out" && break; sleep 0.05; do
 port=$(awk '/^ready/ {print $3}' "$T/serve.out")
 [ -n "$port" ] || { cat "$T/serve.err"; fail "iscsi_serve did not start"; }
 timeout 60 "$SH" doutstarve "$port" "$IQN" 3 || fail "data-out pool"
+timeout 60 "$SH" pausedhold "$port" "$IQN" 3 || fail "holder that does not read"
 timeout 60 "$SH" prregs "$port" "$IQN" 300 || fail "registrants"
 kill "$pid"; wait "$pid"; rc=$?; pid=
 [ $rc = 0 ] && ! grep -q -E 'AddressSanitizer|runtime error' "$T/serve.err" || { tail -30 "$T/serve.err"; fail "iscsi_serve exit $rc"; }

@@ -3,11 +3,14 @@
  *   doutstarve PORT IQN TIMEOUT  initiators on 127.0.0.2 and .3 hold WRITEs whose Data-Out never
  *                                comes (the whole global pool); 127.0.0.1 must still write, and
  *                                the holders are dropped after TIMEOUT s
+ *   pausedhold PORT IQN TIMEOUT  one holder that also leaves its READ replies unread, so the target
+ *                                stops reading it: dropped after TIMEOUT s all the same
  *   prregs PORT IQN N            N logins (new ISIDs) each REGISTER a key: at most 256 take
  *   abortrace PORT IQN ROUNDS    6 WRITEs of 8 MiB ('X') on workers, LOGICAL UNIT RESET as they
  *                                run, then 'Y' into their last blocks: those must stay 'Y'
  *   reinstrace PORT IQN ROUNDS   the same with a login that reinstates the session instead
  * Prints one PASS/FAIL line per check; exit 0 when all pass. */
+#define _GNU_SOURCE   /* POLLRDHUP */
 #include "tests/tools/iscsi_wire.h"
 #include "iscsi/scsi.h"
 #include <signal.h>
@@ -77,6 +80,42 @@ static int mode_doutstarve(int timeout_s)
     for (int i = 0; i < n; i++) dropped += w_expect_drop(hold[i].fd, (timeout_s + 5) * 1000);
     result("holders dropped once their Data-Out is overdue", dropped == n);
     for (int i = 0; i < n; i++) close(hold[i].fd);
+    return failures != 0;
+}
+
+/* Holds 64 MiB of data-out buffers and stops reading its own READ replies, so that the
+ * target stops reading it (output flow control): that must not exempt it from the
+ * Data-Out timeout. */
+static int mode_pausedhold(int timeout_s)
+{
+    static const uint32_t len = 8u << 20;
+    struct wconn w;
+    uint8_t isid[6] = { 0x80, 0, 0, 9, 8, 7 }, cdb[16], bhs[ISCSI_BHS_LEN];
+    w_rcvbuf = 4096;
+    bool in = login_from(&w, NULL, "iqn.2026-12.test:pausedhold", isid);
+    w_rcvbuf = 0;
+    if (!in) { result("login", false); return 1; }
+    for (int k = 0; k < 8; k++) {   /* R2Ts never answered */
+        w_cdb16(cdb, 0x8a, 0, (uint64_t)k * (len / 512), len / 512);
+        w_scsi_bhs(&w, bhs, cdb, CMD_W, len);
+        w_send_pdu(&w, bhs, NULL, 0);
+    }
+    for (int k = 0; k < 4; k++) {   /* 32 MiB of replies never read */
+        w_cdb16(cdb, 0x88, 0, (uint64_t)k * (len / 512), len / 512);
+        w_scsi_bhs(&w, bhs, cdb, CMD_R, len);
+        w_send_pdu(&w, bhs, NULL, 0);
+    }
+    sleep(1);
+    w_cmd_bhs(&w, bhs, OP_NOP_OUT | BHS_I);   /* read while its output is over the bound: reading pauses */
+    w_send_pdu(&w, bhs, NULL, 0);
+    struct pollfd p = { .fd = w.fd, .events = POLLRDHUP };
+    bool dropped = false;
+    for (int i = 0; i < (timeout_s + 5) * 10 && !dropped; i++) {
+        dropped = poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+        usleep(100000);
+    }
+    close(w.fd);
+    result("a holder that stops reading its replies is dropped too", dropped);
     return failures != 0;
 }
 
@@ -218,6 +257,7 @@ int main(int argc, char **argv)
     iqn = argv[3];
     if (!strcmp(argv[1], "doutstarve")) return mode_doutstarve(atoi(argv[4]));
     if (!strcmp(argv[1], "prregs")) return mode_prregs(atoi(argv[4]));
+    if (!strcmp(argv[1], "pausedhold")) return mode_pausedhold(atoi(argv[4]));
     if (!strcmp(argv[1], "abortrace")) return mode_abortrace(atoi(argv[4]), false);
     if (!strcmp(argv[1], "reinstrace")) return mode_abortrace(atoi(argv[4]), true);
 usage:

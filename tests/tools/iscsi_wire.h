@@ -32,10 +32,13 @@ static inline uint64_t w_now_ms(void)
 }
 
 /* Connects to 127.0.0.1:w_port from src (NULL: any). Returns fd or -1. */
+static int w_rcvbuf;   /* >0: the next dials' receive buffer (a client that reads slowly) */
+
 static inline int w_dial_from(const char *src)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
+    if (w_rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &w_rcvbuf, sizeof w_rcvbuf);
     if (src) {
         struct sockaddr_in s = { .sin_family = AF_INET };
         inet_pton(AF_INET, src, &s.sin_addr);
