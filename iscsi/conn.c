@@ -147,8 +147,10 @@ void conn_close(struct iscsi_conn *c)
     conn_queued_add(c, -(int64_t)c->tx_bytes);
     c->tx_bytes = 0;
     task_free_all(c);
-    /* I_T nexus loss ends RESERVE(6); a reinstating login did that already (the nexus is its now) */
-    if (c->tgt && !c->discovery && !atomic_load(&c->reinstated))
+    /* I_T nexus loss ends RESERVE(6): only a session's (a failed login with the same name and
+     * ISID holds nothing), and not a reinstated one's (its reinstating login did that, the
+     * nexus is the new session's now) */
+    if (c->registered && !atomic_load(&c->reinstated))
         for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
     log_debug("iscsi: connection closed (%s)", c->initiator[0] ? c->ini_log : "no login");
     c->next = c->nt->reap;                           /* the thread's reference, dropped later */

@@ -241,7 +241,7 @@ int iscsi_server_remove_target(struct iscsi_server *s, const char *iqn)
  * thread: -EBUSY, and the initiator logs in again. */
 int server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
 {
-    bool busy = false, released = false;
+    bool busy = false, matched = false;
     pthread_mutex_lock(&s->sess_lock);
     for (struct iscsi_conn *o = s->sessions; o; o = o->snext) {
         if (o == c || strcmp(o->tgt->cfg.iqn, c->tgt->cfg.iqn) || strcmp(o->nexus, c->nexus)) continue;
@@ -250,8 +250,8 @@ int server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
             atomic_store(&o->reinstated, true);
             atomic_store(&o->nt->kick_targets, true);
             kick(o->nt);
-            released = true;
         }
+        matched = true;
         atomic_store(&o->fenced, true);   /* one whose connection was lost, too */
         busy |= atomic_load(&o->executing) > 0;
     }
@@ -263,7 +263,9 @@ int server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
         c->registered = true;
     }
     pthread_mutex_unlock(&s->sess_lock);
-    if (released)   /* before the new session can take one under the same nexus */
+    /* once nothing of the old session runs (a RESERVE(6) of it past the fence has landed by
+     * now) and before the new session can take one under the same nexus */
+    if (matched && !busy)
         for (unsigned i = 0; i < c->tgt->nlus; i++) iscsi_lu_release_nexus(&c->tgt->lus[i], c->nexus);
     if (busy) log_info("iscsi: %s: the old session's commands still run; login answered 'service unavailable'", c->ini_log);
     return busy ? -EBUSY : 0;

@@ -5,7 +5,8 @@
 #   and a small share beyond the global one), and the holders are dropped once their
 #   Data-Out is overdue (--dout-timeout 3; 30 s in the daemon), also one that stops reading
 #   its replies so that the target stops reading it;
-# - a LU's persistent-reservation registrants: at most 256;
+# - a LU's persistent-reservation registrants: at most 256; a RESERVE(6) is not ended by a
+#   login of its nexus that never completes;
 # - writes a reset or a reinstating login said were gone: on the daemon's raidz1 volume
 #   (writes slow enough to still run), 'Y' written after LOGICAL UNIT RESET was answered,
 #   or after the new login, stays 'Y' (an aborted 'X' landed on top of it before).
@@ -29,6 +30,8 @@ port=$(awk '/^ready/ {print $3}' "$T/serve.out")
 [ -n "$port" ] || { cat "$T/serve.err"; fail "iscsi_serve did not start"; }
 timeout 60 "$SH" doutstarve "$port" "$IQN" 3 || fail "data-out pool"
 timeout 60 "$SH" pausedhold "$port" "$IQN" 3 || fail "holder that does not read"
+# before prregs: RESERVE(6) conflicts with persistent registrations
+timeout 60 "$SH" res6loss "$port" "$IQN" || fail "RESERVE(6) kept through an unfinished login"
 timeout 60 "$SH" prregs "$port" "$IQN" 300 || fail "registrants"
 kill "$pid"; wait "$pid"; rc=$?; pid=
 [ $rc = 0 ] && ! grep -q -E 'AddressSanitizer|runtime error' "$T/serve.err" || { tail -30 "$T/serve.err"; fail "iscsi_serve exit $rc"; }

@@ -6,6 +6,8 @@
  *   pausedhold PORT IQN TIMEOUT  one holder that also leaves its READ replies unread, so the target
  *                                stops reading it: dropped after TIMEOUT s all the same
  *   prregs PORT IQN N            N logins (new ISIDs) each REGISTER a key: at most 256 take
+ *   res6loss PORT IQN            a login of a RESERVE(6) holder's nexus that never completes
+ *                                leaves the reservation in place
  *   abortrace PORT IQN ROUNDS    6 WRITEs of 8 MiB ('X') on workers, LOGICAL UNIT RESET as they
  *                                run, then 'Y' into their last blocks: those must stay 'Y'
  *   reinstrace PORT IQN ROUNDS   the same with a login that reinstates the session instead
@@ -116,6 +118,44 @@ static int mode_pausedhold(int timeout_s)
     }
     close(w.fd);
     result("a holder that stops reading its replies is dropped too", dropped);
+    return failures != 0;
+}
+
+/* A session holds RESERVE(6); a login with its initiator name and ISID that never
+ * completes must not end it (its close released the nexus's reservation). */
+static int mode_res6loss(void)
+{
+    static const char *ini = "iqn.2026-12.test:res6";
+    uint8_t isid[6] = { 0x80, 0, 0, 6, 6, 6 }, cdb[16] = { 0x16 }, sk = 0;   /* RESERVE(6) */
+    struct wconn a, b, o;
+    if (!login_from(&a, NULL, ini, isid)) { result("login", false); return 1; }
+    int st = w_run_cmd(&a, cdb, 0, 0, NULL, &sk);
+    if (st == SAM_CHECK_CONDITION) st = w_run_cmd(&a, cdb, 0, 0, NULL, &sk);   /* a unit attention first */
+    if (st != SAM_GOOD) printf("RESERVE(6): status 0x%02x, sense key %d\n", st & 0xff, sk);
+    result("RESERVE(6)", st == SAM_GOOD);
+    int fd = w_dial_from(NULL);   /* the same nexus: one operational-stage PDU, no transit, then gone */
+    w_init(&b, fd);
+    char keys[512];
+    int n = snprintf(keys, sizeof keys, "InitiatorName=%s%cTargetName=%s%cSessionType=Normal%c", ini, 0, iqn, 0, 0);
+    uint8_t bhs[ISCSI_BHS_LEN], rsp[ISCSI_BHS_LEN], data[8192];
+    w_login_bhs(&b, bhs, isid, 1 << 2);
+    w_send_pdu(&b, bhs, keys, (uint32_t)n);
+    w_recv_pdu(&b, rsp, data, sizeof data, 5000);
+    close(fd);
+    usleep(300000);
+    uint8_t oisid[6] = { 0x80, 0, 0, 6, 6, 7 };
+    st = -1;
+    if (login_from(&o, NULL, "iqn.2026-12.test:other", oisid)) {
+        w_cdb10(cdb, 0x28, 0, 0, 1);
+        st = w_run_cmd(&o, cdb, CMD_R, 512, NULL, &sk);
+        if (st == SAM_CHECK_CONDITION) st = w_run_cmd(&o, cdb, CMD_R, 512, NULL, &sk);
+        close(o.fd);
+    }
+    result("an unfinished login of the holder's nexus keeps its RESERVE(6)", st == SAM_RESERVATION_CONFLICT);
+    memset(cdb, 0, sizeof cdb);
+    cdb[0] = 0x17;   /* RELEASE(6) */
+    w_run_cmd(&a, cdb, 0, 0, NULL, &sk);
+    close(a.fd);
     return failures != 0;
 }
 
@@ -252,6 +292,7 @@ static int mode_abortrace(int rounds, bool reinstate)
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    if (argc == 4 && !strcmp(argv[1], "res6loss")) { w_port = atoi(argv[2]); iqn = argv[3]; return mode_res6loss(); }
     if (argc != 5) goto usage;
     w_port = atoi(argv[2]);
     iqn = argv[3];
