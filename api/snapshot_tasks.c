@@ -104,7 +104,7 @@ static void st_create(struct api_call *c, struct api_reply *r)
     if (strlen(prefix) > 40) { api_error(r, 400, "invalid_field", "prefix is limited to 40 characters"); return; }
     /* retention deletes a task's own names, "<prefix>-<time>": a second task with the
      * prefix, or one with a replication task's "repl<id>", would delete those of the other */
-    if (!strncmp(prefix, "repl", 4) && prefix[4] && strspn(prefix + 4, "0123456789") == strlen(prefix + 4)) {
+    if (snap_tasks_repl_prefix(prefix)) {
         api_error(r, 400, "invalid_field", "prefix \"%s\" is kept for replication tasks", prefix);
         return;
     }

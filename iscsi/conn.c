@@ -467,6 +467,12 @@ static int process_rx(struct iscsi_conn *c)
 }
 
 /* Periodic check from the network thread: drop connections that never finish login. */
+/* The Data-Out timeout (limits read unlocked: a hint). */
+static uint64_t dout_limit_ns(const struct iscsi_server *s)
+{
+    return (uint64_t)s->limits.dout_timeout_s * 1000000000ull;
+}
+
 /* A command that holds a data-out buffer but gets no Data-Out for dout_timeout_s. */
 static bool dout_stalled(struct iscsi_conn *c, uint64_t now, uint64_t limit_ns)
 {
@@ -484,7 +490,7 @@ static bool dout_stalled(struct iscsi_conn *c, uint64_t now, uint64_t limit_ns)
 void conn_check_timeouts(struct net_thread *nt, bool thread_stalled)
 {
     uint64_t now = nasd_now_ns();
-    uint64_t dout_limit = (uint64_t)nt->srv->limits.dout_timeout_s * 1000000000ull;   /* read unlocked: a hint */
+    uint64_t dout_limit = dout_limit_ns(nt->srv);
     for (struct iscsi_conn *c = nt->conns, *next; c; c = next) {
         next = c->next;
         /* this thread did not read for a while (a stall in an inline command): their
@@ -509,7 +515,7 @@ void conn_resume_rx(struct iscsi_conn *c)
         size_t before = c->rx_len;
         c->rx_paused = false;
         /* its Data-Out waited in the socket meanwhile: the clock starts again */
-        c->dout_grace_ns = nasd_now_ns() + (uint64_t)c->nt->srv->limits.dout_timeout_s * 1000000000ull;
+        c->dout_grace_ns = nasd_now_ns() + dout_limit_ns(c->nt->srv);
         if (process_rx(c) < 0) { conn_flush(c); conn_close(c); return; }
         conn_flush(c);
         if (c->rx_len == before) break;            /* still blocked on the same PDU (global) */

@@ -245,14 +245,13 @@ int server_session_register(struct iscsi_server *s, struct iscsi_conn *c)
     pthread_mutex_lock(&s->sess_lock);
     for (struct iscsi_conn *o = s->sessions; o; o = o->snext) {
         if (o == c || strcmp(o->tgt->cfg.iqn, c->tgt->cfg.iqn) || strcmp(o->nexus, c->nexus)) continue;
+        matched = true;
+        atomic_store(&o->fenced, true);   /* a live session, or one whose connection was lost */
         if (!atomic_load(&o->reinstated)) {
-            atomic_store(&o->fenced, true);
             atomic_store(&o->reinstated, true);
             atomic_store(&o->nt->kick_targets, true);
             kick(o->nt);
         }
-        matched = true;
-        atomic_store(&o->fenced, true);   /* one whose connection was lost, too */
         busy |= atomic_load(&o->executing) > 0;
     }
     if (!busy) {

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define REPL_PREFIX "repl"   /* a replication task's snapshots: "repl<id>-<time>" */
+
 struct snap_tasks {
     struct appliance *a;
     nasd_db db;
@@ -187,7 +189,7 @@ static void run_replication_task(struct snap_tasks *t, json_t *task)
     int is_ds = !strcmp(js(task, "kind"), "dataset");
     const char *pool = js(task, "pool"), *name = js(task, "name"), *last = js(task, "last_snapshot");
     char prefix[32], snap[128] = "", err[512] = "", url[1024], base_url[1024];
-    snprintf(prefix, sizeof prefix, "repl%lld", (long long)id);
+    snprintf(prefix, sizeof prefix, REPL_PREFIX "%lld", (long long)id);
     char tu[512];
     snprintf(tu, sizeof tu, "%s", js(task, "target_url"));
     for (size_t l = strlen(tu); l && tu[l - 1] == '/'; l--) tu[l - 1] = 0;
@@ -291,6 +293,12 @@ struct snap_tasks *snap_tasks_start(struct appliance *a)
         return NULL;
     }
     return t;
+}
+
+bool snap_tasks_repl_prefix(const char *prefix)
+{
+    size_t l = strlen(REPL_PREFIX);
+    return !strncmp(prefix, REPL_PREFIX, l) && prefix[l] && strspn(prefix + l, "0123456789") == strlen(prefix + l);
 }
 
 void snap_tasks_kick(struct snap_tasks *t)

@@ -33,7 +33,7 @@ int members_lock(const char *const *paths, const int *create, int n, int strict,
         int fd = nasd_flock_open(paths[i], O_RDWR | excl | (create && create[i] ? O_CREAT : 0), &holder);
         if (fd == -ENOENT || fd == -ENXIO) continue;     /* a missing member: the import decides */
         if (fd == -EBUSY && excl) {
-            snprintf(err, errlen, "%s is held by the system (a mounted filesystem, or md, dm or LVM uses it)", paths[i]);
+            snprintf(err, errlen, "%s is " BLOCK_HELD_WHAT, paths[i]);
             members_unlock(fds, i);
             return -EBUSY;
         }

@@ -143,7 +143,7 @@ int member_probe(struct storage *st, const char *path, json_t *found)
         return MEMBER_LIVE;
     }
     if (block_held(path)) {
-        add(found, path, "in_use", "held by the system (a mounted filesystem, or md, dm or LVM uses it)");
+        add(found, path, "in_use", BLOCK_HELD_WHAT);
         return MEMBER_LIVE;
     }
     int verdict = MEMBER_FREE;

@@ -8,6 +8,8 @@
 #include <time.h>
 
 #define VP_LIST_MAX 256 /* more than the engine's volume table holds */
+/* A block device an exclusive open cannot take (member_probe refuses it, members_lock too). */
+#define BLOCK_HELD_WHAT "held by the system (a mounted filesystem, or md, dm or LVM uses it)"
 
 /* A dataset opened once and shared: libext2fs must never see two opens of one volume. */
 struct open_dataset {
