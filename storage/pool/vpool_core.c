@@ -52,7 +52,10 @@ static void pool_free(struct vpool *p)
     vp_par_stop(p);
     for (int i = 0; i < VP_MAX_VOLS; i++) if (p->vols[i]) vp_vol_free(p->vols[i]);
     for (int i = 0; i < VP_MAX_SNAPS; i++) free(p->snaps[i]);
-    for (int i = 0; i < VP_MAXM; i++) if (p->m[i].fd >= 0) close(p->m[i].fd);
+    for (int i = 0; i < VP_MAXM; i++) {
+        vp_unmap_member(p, i);
+        if (p->m[i].fd >= 0) close(p->m[i].fd);
+    }
     vc_free(p->cache);
     free(p->parena);
     free(p->rarena);
@@ -233,6 +236,7 @@ int vpool_create(const char *name, enum vpool_layout layout, const struct vpool_
     }
     if (rc) { pool_free(p); return rc; }
     if (o && o->direct) for (int i = 0; i < n; i++) vp_set_direct(p, i);
+    for (int i = 0; i < n; i++) vp_map_member(p, i);
     vp_flusher_start(p);
     log_info("vpool %s: created %s of %d members, %llu MiB usable", p->name, vpool_layout_label(layout, vp_is_log(p)), n,
              (unsigned long long)(p->n_au * VP_AU_BYTES >> 20));
@@ -355,6 +359,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     log_info("vpool %s: imported (%s, %s)", p->name, vpool_layout_label(p->layout, vp_is_log(p)),
              vpool_state_name(vp_pool_state(p)));
     if (o && o->direct) for (int i = 0; i < p->n; i++) if (p->m[i].fd >= 0) vp_set_direct(p, i);
+    for (int i = 0; i < p->n; i++) vp_map_member(p, i);
     if (stale) vp_bg_start(p, 2, stale);
     vp_flusher_start(p);
     *out = p;
@@ -522,6 +527,7 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
     } else m->fd = fd;
     vp_journal_fill(p, m->fd, new_path);   /* offline and under commit_lock: no journal write races it */
     if (m->direct) vp_set_direct(p, idx);   /* the new file gets the same treatment */
+    vp_map_member(p, idx);
     snprintf(m->path, sizeof m->path, "%s", new_path);
     m->size = size;
     if (getrandom(m->guid, 16, 0) != 16) rc = rc ? rc : -EIO;

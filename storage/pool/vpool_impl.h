@@ -81,6 +81,9 @@ struct vp_member {
     uint64_t size;                /* bytes of the backing file/device */
     bool direct;                  /* fd has O_DIRECT: unaligned buffers go through a bounce buffer */
     _Atomic uint64_t rd_err, wr_err, ck_err;
+    uint8_t *_Atomic map;         /* read-only mapping for small reads (vpool_map.c), NULL: pread */
+    uint8_t *map_base;            /* its range, kept reserved while readers may use it */
+    uint64_t map_len;
 };
 
 /* AU owner: vol_id 0 = free. Snapshots (vpool_snap.c): an AU is born in generation
@@ -383,6 +386,11 @@ void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
 
 /* ---- member I/O (vpool_label.c) ---- */
 int  vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off);  /* counts errors, may fault member */
+/* ---- member mappings for small reads (vpool_map.c) ---- */
+#define VP_MAP_READ_MAX (2 * VP_SECTOR)   /* larger reads: pread (one call, the kernel's readahead) */
+void vp_map_member(struct vpool *p, int m);
+void vp_unmap_member(struct vpool *p, int m);
+int  vp_map_read(struct vp_member *mb, void *buf, size_t len, uint64_t off);
 /* XORs the sector at member offset off of every member not in the skip mask into acc (tmp:
  * a sector of scratch); false if one of them cannot be read */
 static inline bool vp_xor_members(struct vpool *p, uint64_t off, uint32_t skip, uint8_t *acc, uint8_t *tmp)

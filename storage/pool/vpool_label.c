@@ -85,6 +85,13 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
         free(b);
         return rc;
     }
+    if (len <= VP_MAP_READ_MAX && !p->sim) {
+        int rc = vp_map_read(mb, buf, len, off);
+        if (rc != -ENOENT) {
+            if (rc && atomic_fetch_add(&mb->rd_err, 1) + 1 >= VP_READ_ERR_LIMIT) vp_member_fault(p, m, "read error (mapped)");
+            return rc;
+        }
+    }
     char *b = buf;
     while (len) {
         ssize_t r = p->sim && vp_sim_before_read(p, m) ? (errno = EIO, -1) : pread(mb->fd, b, len, (off_t)off);

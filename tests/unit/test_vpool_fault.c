@@ -150,6 +150,48 @@ START_TEST(t_checksum_limit_faults)
 }
 END_TEST
 
+/* Every 4 KiB of [0, len) read on its own (small reads come out of the members' mappings)
+ * and compared with pattern seed. */
+static void check_by_sector(nasd_bdev *b, uint64_t len, uint64_t seed)
+{
+    static uint8_t got[4096], want[4096];
+    for (uint64_t pos = 0; pos < len; pos += 4096) {
+        ck_assert_int_eq(nasd_bdev_read(b, got, pos, 4096), 0);
+        fill_block(want, pos, seed);
+        ck_assert_msg(memcmp(got, want, 4096) == 0, "data mismatch at %llu", (unsigned long long)pos);
+    }
+}
+
+/* A member replaced while present: small reads come from the new file (its mapping is
+ * replaced with the descriptor), never from the old one, here cut to nothing after the
+ * resilver; both layouts. */
+START_TEST(t_replace_present_member_reads_new_file)
+{
+    for (int lg = 0; lg < 2; lg++) {
+        struct tdir t;
+        tdir_make(&t, 5);
+        struct vpool_opts o = small;
+        o.log = lg;
+        struct vpool *p = make(&t, 4, 16ull << 20, 8, &o);
+        nasd_bdev *b = open_vol(p, "v", 4096);
+        check_by_sector(b, 16ull << 20, 8);   /* the old file's pages mapped and read */
+        ck_assert_int_eq(vpool_member_replace(p, 1, t.member[4], MEMBER_SIZE, NULL), 0);
+        vpool_wait_background(p);
+        ck_assert_int_eq(truncate(t.member[1], 0), 0);
+        check_by_sector(b, 16ull << 20, 8);
+        struct vpool_status st;
+        vpool_get_status(p, &st);
+        ck_assert_int_eq(st.state, VPOOL_ONLINE);
+        ck_assert_uint_eq(st.members[1].read_errors, 0);
+        ck_assert_uint_eq(st.members[1].checksum_errors, 0);
+        ck_assert_uint_eq(st.repaired, 0);
+        nasd_bdev_put(b);
+        vpool_close(p);
+        tdir_remove(&t);
+    }
+}
+END_TEST
+
 int main(void)
 {
     nasd_log_level = LOG_ERR;
@@ -159,6 +201,7 @@ int main(void)
     tcase_add_test(tc, t_truncated_member_faults);
     tcase_add_test(tc, t_counters_persist_and_clear);
     tcase_add_test(tc, t_checksum_limit_faults);
+    tcase_add_test(tc, t_replace_present_member_reads_new_file);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
