@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include "util/log.h"
 #include "storage/pool/vpool.h"
@@ -59,6 +60,7 @@ static uint64_t seed;           /* -C: mixed into the random offsets, from the c
 
 struct target {
     int fds[NM];          /* raw */
+    const uint8_t *maps[NM];   /* raw read through mappings of the files (maps[0] set), as the pool's small reads */
     nasd_bdev *b;         /* pool */
 };
 static struct target tg;
@@ -70,6 +72,10 @@ static struct target alt_raw = { .fds = { -1, -1, -1, -1 } };   /* fds >= 0: the
 #define NTESTS 5
 struct result { double mbs[NTESTS], iops[NTESTS]; };
 static struct result alt_res;   /* raw's turns: seq read [1], rand read [3] */
+/* page cache sets: a third turn reads raw through read-only mappings of the files (the
+ * pool copies small reads out of such mappings: this shows what that alone gives) */
+static struct target alt_map = { .fds = { -1, -1, -1, -1 } };
+static struct result alt_map_res;
 static uint64_t span;     /* bytes addressed by the test */
 
 static double now(void)
@@ -88,7 +94,9 @@ static int raw_io(int wr, void *buf, uint64_t off, size_t len)
         size_t n = CHUNK - in < len ? CHUNK - in : len;
         int fd = tg.fds[chunk % NM];
         off_t o = (off_t)((chunk / NM) * CHUNK + in);
-        ssize_t r = wr ? pwrite(fd, buf, n, o) : pread(fd, buf, n, o);
+        ssize_t r = n;
+        if (!wr && tg.maps[0]) memcpy(buf, tg.maps[chunk % NM] + o, n);
+        else r = wr ? pwrite(fd, buf, n, o) : pread(fd, buf, n, o);
         if (r != (ssize_t)n) return -EIO;
         if (wr && sync_mode && fdatasync(fd)) return -EIO;
         buf = (char *)buf + n; off += n; len -= n;
@@ -184,12 +192,13 @@ static uint64_t workers(int wr, int rnd, size_t bs, double dur, _Atomic uint64_t
 static double run_alternating(int rnd, size_t bs, double *iops)
 {
     struct target pool = tg;
-    _Atomic uint64_t next[2] = { 0, 0 };
-    uint64_t ops[2] = { 0, 0 }, seed0 = seed;
-    double el[2] = { 0, 0 };
+    _Atomic uint64_t next[3] = { 0, 0, 0 };
+    uint64_t ops[3] = { 0, 0, 0 }, seed0 = seed;
+    double el[3] = { 0, 0, 0 };
+    int nw = alt_map.maps[0] ? 3 : 2;
     for (int turn = 0; turn < ALT_SLICES; turn++)
-        for (int w = 0; w < 2; w++) {
-            tg = w ? pool : alt_raw;
+        for (int w = 0; w < nw; w++) {
+            tg = w == 1 ? pool : w ? alt_map : alt_raw;
             seed = seed0 ^ (uint64_t)turn * 0xD1B54A32D192ED03ull;
             double t0 = now();
             ops[w] += workers(0, rnd, bs, secs / (2 * ALT_SLICES), &next[w]);
@@ -199,6 +208,10 @@ static double run_alternating(int rnd, size_t bs, double *iops)
     seed = seed0;
     alt_res.iops[1 + 2 * rnd] = ops[0] / el[0];
     alt_res.mbs[1 + 2 * rnd] = ops[0] * (double)bs / el[0] / 1e6;
+    if (nw == 3) {
+        alt_map_res.iops[1 + 2 * rnd] = ops[2] / el[2];
+        alt_map_res.mbs[1 + 2 * rnd] = ops[2] * (double)bs / el[2] / 1e6;
+    }
     *iops = ops[1] / el[1];
     return ops[1] * (double)bs / el[1] / 1e6;
 }
@@ -315,6 +328,28 @@ static int open_members(char paths[][600], int flags, int *fds)
 
 static void member(char *out, size_t len, int i) { snprintf(out, len, "%s/vpool-bench-m%d", dir, i); }
 
+/* alt_map: the member files (already open in alt_raw) mapped read-only, as the pool maps
+ * its members for small reads */
+static void map_members(uint64_t len)
+{
+    for (int i = 0; i < NM; i++) {
+        void *a = mmap(NULL, len, PROT_READ, MAP_SHARED, alt_raw.fds[i], 0);
+        if (a == MAP_FAILED) { perror("mmap"); exit(1); }
+        madvise(a, len, MADV_RANDOM);
+        alt_map.maps[i] = a;
+        alt_map.fds[i] = alt_raw.fds[i];
+    }
+}
+
+static void unmap_members(uint64_t len)
+{
+    for (int i = 0; i < NM; i++) {
+        if (alt_map.maps[i]) munmap((void *)alt_map.maps[i], len);
+        alt_map.maps[i] = NULL;
+        alt_map.fds[i] = -1;
+    }
+}
+
 /* A raidz1 pool over the member files with volume "v" of span bytes, opened as tg.b; NULL on failure. */
 static struct vpool *pool_open(const char *name, char paths[][600], uint64_t msize, const struct vpool_opts *o,
                                int vol_flags)
@@ -365,7 +400,7 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
     /* raidz1 pool over the same files, in place; then log-structured */
     unsigned saved_mask = test_mask;
     if (snaps) test_mask &= 0xf;
-    struct result lpool = {0}, araw[2] = {{{0}}};
+    struct result lpool = {0}, araw[2] = {{{0}}}, amap[2] = {{{0}}};
     struct vpool_status st = {0}, lst = {0};
     for (int lg = log_rows == 2; lg < 1 + (log_rows != 0); lg++) {
         prewrite(paths, pmsize, direct);
@@ -374,10 +409,14 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
         if (!p) return 1;
         /* raw reads of the pool's own files */
         if (!pool_only && open_members(paths, O_RDONLY | (direct ? O_DIRECT : 0), alt_raw.fds)) return 1;
+        if (!pool_only && !direct) map_members(pmsize);
         nsnaps = snaps;
         memset(&alt_res, 0, sizeof alt_res);
+        memset(&alt_map_res, 0, sizeof alt_map_res);
         run_all(lg ? &lpool : &pool);
         araw[lg] = alt_res;
+        amap[lg] = alt_map_res;
+        unmap_members(pmsize);
         nsnaps = 0;
         vpool_get_status(p, lg ? &lst : &st);
         if (lg && verbose) {
@@ -423,6 +462,13 @@ static int run_set(char paths[][600], uint64_t msize, int direct, int snaps, str
         for (int lg = 0; lg < 2; lg++)
             if (araw[lg].mbs[i] > 0) printf("%s%.1f MB/s (%.0f IOPS) with %s", lg && araw[0].mbs[i] > 0 ? ", " : "",
                                             araw[lg].mbs[i], araw[lg].iops[i], vpool_layout_label(VPOOL_RAIDZ1, lg));
+        printf("\n");
+        if (i != 3 || (amap[0].iops[i] <= 0 && amap[1].iops[i] <= 0)) continue;
+        printf("  %s raw through a mapping of the files, in the same turns (pool / it):", names[i]);
+        for (int lg = 0; lg < 2; lg++)
+            if (amap[lg].iops[i] > 0)
+                printf("%s %.0f IOPS with %s (%.2f)", lg && amap[0].iops[i] > 0 ? "," : "", amap[lg].iops[i],
+                       vpool_layout_label(VPOOL_RAIDZ1, lg), (lg ? lpool : pool).iops[i] / amap[lg].iops[i]);
         printf("\n");
     }
     for (int lg = log_rows == 2; lg < 1 + lcol; lg++) {
