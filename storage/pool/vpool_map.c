@@ -36,10 +36,13 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
         copy_jb = NULL;
         siglongjmp(*jb, 1);
     }
-    /* not a member copy: whatever handled SIGBUS before us, else the default (a core) */
-    if ((prev_bus.sa_flags & SA_SIGINFO) && prev_bus.sa_sigaction) { prev_bus.sa_sigaction(sig, si, uc); return; }
-    if (prev_bus.sa_handler != SIG_DFL && prev_bus.sa_handler != SIG_IGN) { prev_bus.sa_handler(sig); return; }
-    signal(SIGBUS, SIG_DFL);   /* the faulting instruction runs again and dumps core */
+    /* not a member copy: what handled SIGBUS before us takes over (the daemon's crash
+     * report, else the default: a core). A fault happens again when the handler returns;
+     * a sent signal is sent again. Calling the old handler from here instead would loop
+     * if it re-raises, as the crash report does. */
+    sigaction(SIGBUS, &prev_bus, NULL);
+    if (!si || si->si_code <= 0) raise(sig);
+    (void)uc;
 }
 
 static void install_bus(void)

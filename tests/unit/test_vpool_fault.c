@@ -5,6 +5,9 @@
 #define _GNU_SOURCE
 #include "tests/unit/check_main.h"
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include "util/log.h"
 #include "storage/pool/vpool.h"
 #include "storage/pool/vpool_impl.h"   /* vp_debug_locate */
@@ -192,6 +195,45 @@ START_TEST(t_replace_present_member_reads_new_file)
 }
 END_TEST
 
+static void crash_like(int sig) { (void)sig; raise(SIGBUS); }   /* as util/crash.c: re-raises */
+
+/* The pool's SIGBUS handler catches only its own copies: any other SIGBUS still ends the
+ * process by that signal, through a handler installed before (one that re-raises, as
+ * the daemon's crash report does) or the default, and does not loop. */
+START_TEST(t_foreign_sigbus_still_fatal)
+{
+    for (int with_prev = 0; with_prev < 2; with_prev++) {
+        struct tdir t;
+        tdir_make(&t, 4);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            alarm(10);   /* a loop in the handlers ends by SIGALRM: the check below fails */
+            if (with_prev) {
+                struct sigaction sa = { .sa_handler = crash_like, .sa_flags = SA_RESETHAND };
+                sigemptyset(&sa.sa_mask);
+                sigaction(SIGBUS, &sa, NULL);
+            }
+            struct vpool *p = make(&t, 4, 1ull << 20, 9, &small);   /* maps its members */
+            char path[600];
+            snprintf(path, sizeof path, "%s.x", t.member[0]);
+            int fd = open(path, O_RDWR | O_CREAT, 0600);
+            if (fd < 0 || ftruncate(fd, 1 << 20)) _exit(2);
+            volatile uint8_t *m = mmap(NULL, 1 << 20, PROT_READ, MAP_SHARED, fd, 0);
+            if (m == MAP_FAILED || ftruncate(fd, 0)) _exit(2);
+            unlink(path);
+            (void)m[4096];   /* past the end: SIGBUS outside any pool copy */
+            (void)p;
+            _exit(0);
+        }
+        int st = 0;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        tdir_remove(&t);
+        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS, "with_prev %d: status 0x%x", with_prev, st);
+    }
+}
+END_TEST
+
 int main(void)
 {
     nasd_log_level = LOG_ERR;
@@ -202,6 +244,7 @@ int main(void)
     tcase_add_test(tc, t_counters_persist_and_clear);
     tcase_add_test(tc, t_checksum_limit_faults);
     tcase_add_test(tc, t_replace_present_member_reads_new_file);
+    tcase_add_test(tc, t_foreign_sigbus_still_fatal);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
