@@ -195,7 +195,7 @@ static double run_alternating(int rnd, size_t bs, double *iops)
     _Atomic uint64_t next[3] = { 0, 0, 0 };
     uint64_t ops[3] = { 0, 0, 0 }, seed0 = seed;
     double el[3] = { 0, 0, 0 };
-    int nw = alt_map.maps[0] ? 3 : 2;
+    int nw = rnd && alt_map.maps[0] ? 3 : 2;   /* only rand read shows it */
     for (int turn = 0; turn < ALT_SLICES; turn++)
         for (int w = 0; w < nw; w++) {
             tg = w == 1 ? pool : w ? alt_map : alt_raw;
