@@ -156,6 +156,7 @@ struct nfs_worker {
     uint8_t *cork;           /* NFS_CORK_BYTES: replies of a batch of calls, sent together */
     size_t cork_len;
     int corking;             /* in run_batch (server.c) */
+    int handed_off;          /* it led, and gave the network loop up inside a call it ran itself */
     int creds_valid;
     uint32_t fsuid, fsgid, ngroups;
     uint32_t groups[RPC_MAX_GIDS + 1];

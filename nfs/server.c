@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "nfs/internal.h"
 #include "util/log.h"
+#include "util/wait_hook.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -224,6 +225,30 @@ static struct nfs_req *queue_take(struct nfs_server *s)
     return r;
 }
 
+/* The wait hook while the leader runs a call: the call is about to wait for a lock
+ * (a dataset's, held by a REMOVE of a large file, say), so the network loop goes to
+ * another worker, or to the first one done, rather than stop every connection meanwhile. */
+static void leader_hand_off(void *arg)
+{
+    struct nfs_worker *w = arg;
+    struct nfs_server *s = w->srv;
+    pthread_mutex_lock(&s->qlock);
+    s->leading = 0;
+    w->handed_off = 1;
+    int wake = s->qidle > 0;
+    pthread_mutex_unlock(&s->qlock);
+    if (wake) pthread_cond_signal(&s->qcond);
+}
+
+/* Runs r on the leader; 1 if it handed the network loop over meanwhile. */
+static int run_leading(struct nfs_worker *w, struct nfs_req *r)
+{
+    nasd_wait_hook = (struct nasd_wait_hook){ leader_hand_off, w };
+    run_request(w, r);
+    nasd_wait_hook.fn = NULL;
+    return w->handed_off;
+}
+
 /* Queued calls first; else lead the network loop if nobody does; else sleep. */
 static void *worker_main(void *arg)
 {
@@ -244,12 +269,16 @@ static void *worker_main(void *arg)
         if (!s->leading && !s->net_failed) {
             s->leading = 1;
             pthread_mutex_unlock(&s->qlock);
-            while ((r = net_lead(s, w)) && leader_runs(s, r)) run_request(w, r);
-            pthread_mutex_lock(&s->qlock);
-            s->leading = 0;
-            int wake = s->qidle > 0;
-            pthread_mutex_unlock(&s->qlock);
-            if (wake) pthread_cond_signal(&s->qcond);   /* the next leader (outside the lock: it takes it) */
+            w->handed_off = 0;
+            while ((r = net_lead(s, w)) && leader_runs(s, r) && !run_leading(w, r)) {}
+            if (w->handed_off) r = NULL;   /* it ran; another worker leads, or will */
+            else {
+                pthread_mutex_lock(&s->qlock);
+                s->leading = 0;
+                int wake = s->qidle > 0;
+                pthread_mutex_unlock(&s->qlock);
+                if (wake) pthread_cond_signal(&s->qcond);   /* the next leader (outside the lock: it takes it) */
+            }
             if (r) run_request(w, r);
             pthread_mutex_lock(&s->qlock);
             continue;

@@ -22,6 +22,7 @@
 #include <sys/random.h>
 #include <time.h>
 #include "util/log.h"
+#include "util/wait_hook.h"
 
 /* ---------- errors, times, ids ---------- */
 
@@ -313,7 +314,12 @@ int e2_commit_locked(struct e2 *e)
     return 0;
 }
 
-void e2_lock(struct e2 *e) { pthread_mutex_lock(&e->mu); }
+void e2_lock(struct e2 *e)
+{
+    if (pthread_mutex_trylock(&e->mu) == 0) return;
+    nasd_before_wait();   /* held, maybe for a long REMOVE: an NFS leader hands its loop over */
+    pthread_mutex_lock(&e->mu);
+}
 
 void e2_unlock(struct e2 *e)
 {

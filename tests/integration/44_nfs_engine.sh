@@ -83,6 +83,19 @@ set -- $r
 timeout 20 "$CT" "$URL$ARGS" suid || fail "a non-owner's WRITE kept setuid/setgid"
 stop
 
+echo "-- a call waiting for the dataset's lock does not stop other connections"
+# The network loop's leader runs GETATTR itself; behind a COMMIT whose sync is slow (the
+# shim sleeps 1.5 s in each sync while the trigger file exists) it used to hold every
+# connection's calls, a NULL included (1.1 s): it now hands the loop over before it waits.
+cc -shared -fPIC -O2 -o "$TMP/slow_sync.so" tests/shims/slow_sync.c -ldl || fail "building the slow-sync shim"
+SLOW_SYNC_FILE="$TMP/slow" SLOW_SYNC_MS=1500 LD_PRELOAD="$TMP/slow_sync.so" start $E --root-mode 0777
+r=$(timeout 60 python3 tests/tools/rpcprobe.py stall 127.0.0.1 "$NP" "$MP" /export "$TMP/slow") || fail "stall: $r"
+echo "$r"
+set -- $r
+awk -v c="$2" 'BEGIN { exit !(c >= 1.0) }' || fail "the COMMIT was not slowed (shim not in effect?): $r"
+awk -v n="$8" 'BEGIN { exit !(n < 0.5) }' || fail "a NULL waited behind a GETATTR blocked on the dataset: $r"
+stop
+
 echo "-- malformed RPC traffic, then the duplicate request cache, on an engine dataset"
 start $E --root-mode 0777
 timeout 120 "$B/tools/nfs_malformed" 127.0.0.1 "$NP" "$MP" > "$TMP/mal.log" || { cat "$TMP/mal.log"; fail "malformed cases"; }

@@ -12,11 +12,15 @@ server does with odd input). Subcommands print one result line; exit 0 if it hol
   rpcprobe.py linkrace HOST PORT MPORT PATH N        N rounds of REMOVE of a 1 MiB file raced by a LINK
                                                     of it from another connection; prints the export's
                                                     available bytes and the bytes the file still uses
+  rpcprobe.py stall HOST PORT MPORT PATH TRIGGER     a COMMIT while the file TRIGGER exists (a server run with
+                                                    tests/shims/slow_sync.c then syncs slowly); meanwhile another
+                                                    connection's GETATTR (it waits for the COMMIT's lock) and a
+                                                    third's NULL (it waits for nothing); prints the three latencies
   rpcprobe.py flood HOST PORT MPORT PATH N MB PID   N connections each send MB MiB of GETATTR calls
                                                     without reading replies; prints another client's
                                                     GETATTR latency and the server's VmRSS growth (MB)
 """
-import socket, struct, sys, time, select, threading
+import os, socket, struct, sys, time, select, threading
 
 PROG_MOUNT, PROG_NFS, PROG_PMAP = 100005, 100003, 100000
 
@@ -114,6 +118,40 @@ def linkrace(host, port, mport, path, rounds):
     print("avail %d used %d" % (avail, used(fh) or 0))
     return st == 0
 
+def stall(host, port, mport, path, trigger):
+    root = pad(mount_fh(host, mport, path))
+    cred = auth_sys(0, 0)
+    a, b, c = (dial(host, port, timeout=60) for _ in range(3))
+    st, body = nfs_call(a, 8, root + xdr_string("s") + struct.pack(">IIIIIIIIII", 0, 1, 0o644, 0, 0, 0, 0, 0, 0, 0), cred)
+    if st != 0 or body[:8] != struct.pack(">II", 0, 1):
+        raise SystemExit("CREATE s failed")
+    fh = pad(body[8:12 + struct.unpack(">I", body[8:12])[0]])
+    nfs_call(a, 7, fh + struct.pack(">QII", 0, 4096, 0) + xdr_string(b"Z" * 4096), cred)   # UNSTABLE
+    open(trigger, "w").close()   # from now on the server's syncs are slow
+    t = {}
+    def timed(sock, name, msg):
+        t0 = time.time()
+        sock.sendall(msg)
+        reply(sock)
+        t[name] = time.time() - t0
+    ths = [threading.Thread(target=timed, args=(a, "commit", call(5, PROG_NFS, 3, 21, fh + struct.pack(">QI", 0, 0), cred)))]
+    ths[0].start()
+    time.sleep(0.2)
+    ths.append(threading.Thread(target=timed, args=(b, "getattr", call(6, PROG_NFS, 3, 1, root, cred))))
+    ths[1].start()
+    time.sleep(0.2)
+    timed(c, "null", call(7, PROG_NFS, 3, 0))
+    for th in ths:
+        th.join()
+    os.unlink(trigger)
+    print("commit %.3f s, getattr %.3f s, null %.3f s" % (t["commit"], t["getattr"], t["null"]))
+    return True
+
+def nfs_call(sock, proc, args, cred, xid=[50]):
+    xid[0] += 1
+    sock.sendall(call(xid[0], PROG_NFS, 3, proc, args, cred))
+    return reply(sock)
+
 def is_closed(s, wait):
     r, _, _ = select.select([s], [], [], wait)
     if not r:
@@ -164,6 +202,8 @@ def main(a):
         return ok
     if cmd == "linkrace":
         return linkrace(host, port, int(a[3]), a[4], int(a[5]))
+    if cmd == "stall":
+        return stall(host, port, int(a[3]), a[4], a[5])
     if cmd == "flood":
         mport, path, n, mb, pid = int(a[3]), a[4], int(a[5]), float(a[6]), int(a[7])
         fh = pad(mount_fh(host, mport, path))
