@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "iscsi/iscsi_int.h"
 #include "util/log.h"
+#include "util/net.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,16 +58,11 @@ static void peer_addr(struct iscsi_conn *c)
     memset(c->peer, 0, sizeof c->peer);
     snprintf(c->peer_str, sizeof c->peer_str, "?");
     if (getpeername(c->fd, (struct sockaddr *)&ss, &sl)) return;
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        c->peer[10] = c->peer[11] = 0xff;
-        memcpy(c->peer + 12, &a->sin_addr, 4);
-        inet_ntop(AF_INET, &a->sin_addr, c->peer_str, sizeof c->peer_str);
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        memcpy(c->peer, &a->sin6_addr, 16);
-        inet_ntop(AF_INET6, &a->sin6_addr, c->peer_str, sizeof c->peer_str);
-    }
+    nasd_peer_key(&ss, c->peer);   /* IPv6 counts by its /64 */
+    if (ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer_str, sizeof c->peer_str);
+    else if (ss.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer_str, sizeof c->peer_str);
 }
 
 void conn_new(struct net_thread *nt, int fd)

@@ -118,7 +118,7 @@ struct iscsi_conn {
     uint32_t ev_mask;                  /* events registered with epoll */
     bool rx_paused;                    /* too much output queued: EPOLLIN off, rx kept */
     bool admitted, counted_prelogin;   /* in srv->nconns / srv->nprelogin */
-    uint8_t peer[16];                  /* initiator address (IPv4-mapped), for the caps */
+    uint8_t peer[16];                  /* initiator key for the caps (nasd_peer_key: IPv6 by /64) */
     char peer_str[64];
     size_t tx_bytes;                   /* bytes queued in tx_head.. */
     uint64_t din_pending;              /* data-in of commands running on workers */

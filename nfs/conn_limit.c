@@ -1,7 +1,7 @@
-/* Per-address connection counts: a small chained hash of 16-byte addresses (IPv4 as
- * v4-mapped IPv6, so both spellings of one client share a count). */
+/* Per-address connection counts: a small chained hash of 16-byte client keys
+ * (nasd_peer_key: IPv4 as v4-mapped IPv6, IPv6 by its /64). */
 #include "nfs/conn_limit.h"
-#include <netinet/in.h>
+#include "util/net.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,16 +11,7 @@ struct nfs_addr_count {
     unsigned n;
 };
 
-static void addr_key(const struct sockaddr_storage *ss, uint8_t out[16])
-{
-    memset(out, 0, 16);
-    if (ss->ss_family == AF_INET) {
-        out[10] = out[11] = 0xff;
-        memcpy(out + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-    } else if (ss->ss_family == AF_INET6) {
-        memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-    }
-}
+static void addr_key(const struct sockaddr_storage *ss, uint8_t out[16]) { nasd_peer_key(ss, out); }
 
 static unsigned bucket(const uint8_t a[16])
 {

@@ -1,7 +1,21 @@
-/* host:port parsing shared by the REST listener and the iSCSI portal. */
+/* host:port parsing shared by the REST listener and the iSCSI portal; the per-client
+ * limit key of the iSCSI and NFS services. */
 #include "util/net.h"
 #include <netdb.h>
+#include <netinet/in.h>
 #include <string.h>
+
+void nasd_peer_key(const struct sockaddr_storage *ss, uint8_t key[16])
+{
+    memset(key, 0, 16);
+    if (ss->ss_family == AF_INET) {
+        key[10] = key[11] = 0xff;
+        memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        memcpy(key, a, IN6_IS_ADDR_V4MAPPED(a) ? 16 : 8);
+    }
+}
 
 int nasd_parse_hostport(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 {

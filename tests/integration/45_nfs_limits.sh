@@ -48,6 +48,29 @@ sleep 0.5
 [ "$(fds)" -le "$base" ] || fail "descriptors $(fds), baseline $base"
 nfs_serve_down
 
+echo "== IPv6: one /64 is one client for the per-address cap"
+# A host usually holds a whole /64 (privacy addresses): counted per full address, each new
+# address got 8 more connections. Root only (addresses on lo), and where IPv6 works.
+V6=fd00:6e61:7364:1
+if [ "$(id -u)" = 0 ] && ip -6 addr add $V6::1/64 dev lo nodad 2>/dev/null; then
+    ip -6 addr add $V6::a/64 dev lo nodad; ip -6 addr add $V6::b/64 dev lo nodad
+    trap 'ip -6 addr del $V6::1/64 dev lo; ip -6 addr del $V6::a/64 dev lo; ip -6 addr del $V6::b/64 dev lo; cleanup' EXIT
+    nfs_serve_up "$TMP" --dir "$TMP/exp" --path /export --nfsport $NP --mountport $MP --bind $V6::1 \
+        --clients $V6::/64 --max-conns 64 --max-conns-per-addr 8
+    base=$(fds)
+    $P hold $V6::1 $NP 8 $V6::a 2 > "$TMP/h1" & h1=$!
+    for _ in $(seq 100); do [ "$(fds)" -ge $((base + 8)) ] && break; sleep 0.05; done
+    n=$($P hold $V6::1 $NP 20 $V6::b) || fail "hold from $V6::b"
+    wait $h1
+    [ "$(cat "$TMP/h1")" = 8 ] || fail "$V6::a held $(cat "$TMP/h1"), want 8"
+    [ "$n" = 0 ] || fail "another address of the same /64 got $n more connections, want 0"
+    nfs_serve_down
+    ip -6 addr del $V6::1/64 dev lo; ip -6 addr del $V6::a/64 dev lo; ip -6 addr del $V6::b/64 dev lo
+    trap cleanup EXIT
+else
+    echo "skip: not root, or no IPv6 on lo"
+fi
+
 echo "== client list checked at connect"
 nfs_serve_up "$TMP" --dir "$TMP/exp" --path /export --nfsport $NP --mountport $MP --clients 10.0.0.0/8
 $P closed 127.0.0.1 $NP 1 || fail "NFS connection from a client no export admits stayed open"

@@ -34,7 +34,7 @@ def xdr_string(s):
     return struct.pack(">I", len(b)) + b + b"\0" * ((4 - len(b) % 4) % 4)
 
 def dial(host, port, src=None, timeout=5):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(timeout)
     if src:
         s.bind((src, 0))
