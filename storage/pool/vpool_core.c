@@ -114,7 +114,7 @@ static uint64_t vm_knob(const char *name)
 
 /* RAM, or the cgroup's memory limit when lower (a container's OOM killer would take every
  * unflushed write with it) */
-static uint64_t memory_bytes(void)
+uint64_t vp_memory_bytes(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 1ull << 30;
@@ -130,7 +130,7 @@ static uint64_t host_dirty(const char *bytes, const char *ratio, uint64_t dflt_p
     if (b) return b;
     uint64_t pct = vm_knob(ratio);
     if (!pct || pct > 100) pct = dflt_pct;
-    return memory_bytes() / 100 * pct;
+    return vp_memory_bytes() / 100 * pct;
 }
 
 /* The write-back budget. By default as large as what the kernel lets dirty page cache

@@ -391,6 +391,12 @@ int  vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off);  /* 
 void vp_map_member(struct vpool *p, int m);
 void vp_unmap_member(struct vpool *p, int m);
 int  vp_map_read(struct vp_member *mb, void *buf, size_t len, uint64_t off);
+/* vp_mread for data whose every sector the caller checks against its checksum: small
+ * reads come from the mapping, where a page cut off by a truncation inside it reads as
+ * zeros instead of an error (the checksum then catches it). Parity, journal and label
+ * reads, which nothing checks that way, go through vp_mread. */
+int  vp_mread_checked(struct vpool *p, int m, void *buf, size_t len, uint64_t off);
+uint64_t vp_memory_bytes(void);   /* RAM, or the cgroup's limit when lower (vpool_core.c) */
 /* XORs the sector at member offset off of every member not in the skip mask into acc (tmp:
  * a sector of scratch); false if one of them cannot be read */
 static inline bool vp_xor_members(struct vpool *p, uint64_t off, uint32_t skip, uint8_t *acc, uint8_t *tmp)

@@ -85,13 +85,6 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
         free(b);
         return rc;
     }
-    if (len <= VP_MAP_READ_MAX && !p->sim) {
-        int rc = vp_map_read(mb, buf, len, off);
-        if (rc != -ENOENT) {
-            if (rc && atomic_fetch_add(&mb->rd_err, 1) + 1 >= VP_READ_ERR_LIMIT) vp_member_fault(p, m, "read error (mapped)");
-            return rc;
-        }
-    }
     char *b = buf;
     while (len) {
         ssize_t r = p->sim && vp_sim_before_read(p, m) ? (errno = EIO, -1) : pread(mb->fd, b, len, (off_t)off);
@@ -108,6 +101,19 @@ int vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
         b += r; off += r; len -= r;
     }
     return 0;
+}
+
+int vp_mread_checked(struct vpool *p, int m, void *buf, size_t len, uint64_t off)
+{
+    struct vp_member *mb = &p->m[m];
+    if (len <= VP_MAP_READ_MAX && !p->sim) {
+        int rc = vp_map_read(mb, buf, len, off);
+        if (rc != -ENOENT) {
+            if (rc && atomic_fetch_add(&mb->rd_err, 1) + 1 >= VP_READ_ERR_LIMIT) vp_member_fault(p, m, "read error (mapped)");
+            return rc;
+        }
+    }
+    return vp_mread(p, m, buf, len, off);
 }
 
 int vp_mwritev(struct vpool *p, int m, const struct iovec *iov, int cnt, uint64_t off)

@@ -138,7 +138,7 @@ static int read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, b
         for (int k = 0; k < p->n && !vp_readable(p, m); k++) m = (m + 1) % p->n;
     } else m = vp_col_member(p, row, col);
     bool direct = lo >= 0 && vp_readable(p, m) &&
-                  vp_mread(p, m, buf + lo * VP_SECTOR, (hi - lo + 1) * VP_SECTOR, vp_moff(p, row, w0 + lo)) == 0;
+                  vp_mread_checked(p, m, buf + lo * VP_SECTOR, (hi - lo + 1) * VP_SECTOR, vp_moff(p, row, w0 + lo)) == 0;
     for (unsigned i = 0; i < count; i++) {
         uint8_t *b = buf + i * VP_SECTOR;
         if (!vp_has_data(cs[i])) { memset(b, 0, VP_SECTOR); continue; }

@@ -1,5 +1,5 @@
-/* Small member reads through a read-only shared mapping of each member (page-cache
- * members only). A 4 KiB pread costs a system call and a page-cache lookup; a copy from a
+/* Small member reads of checksummed data through a read-only shared mapping of each
+ * member (page-cache members only; vp_mread_checked). A 4 KiB pread costs a system call and a page-cache lookup; a copy from a
  * mapping whose page table entry is present costs neither (random 4 KiB reads of a pool
  * whose members are in the page cache are mostly that cost). The mapping shares the page
  * cache with the descriptor, so member writes (pwrite) are seen at once.
@@ -17,14 +17,16 @@
 #include <unistd.h>
 
 /* Page tables cost 8 bytes per 4 KiB mapped and touched, kept until unmapped: all
- * mappings of the process together stay under 16 x RAM (at most 1/32 of RAM in page
- * tables); members beyond that are read with pread. */
+ * mappings of the process together stay under 16 x RAM, or the cgroup's memory limit
+ * when lower (at most 1/32 of it in page tables); members beyond that use pread. */
 #define VP_MAP_RAM_FACTOR 16
 
 static _Atomic uint64_t mapped_all;
-/* set while this thread copies from a mapping; volatile and fenced, or the compiler drops
- * the store before the copy as dead */
+/* set while this thread copies from a mapping, with the range it copies from; volatile and
+ * fenced, or the compiler drops the stores before the copy as dead */
 static __thread sigjmp_buf *volatile copy_jb;
+static __thread const uint8_t *volatile copy_lo, *volatile copy_hi;
+static __thread int8_t bus_usable;   /* 0: not checked yet, 1: SIGBUS reaches this thread, -1: blocked here */
 static struct sigaction prev_bus;
 static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
 static bool bus_ok;
@@ -32,7 +34,10 @@ static bool bus_ok;
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
     sigjmp_buf *jb = copy_jb;
-    if (jb) {
+    const uint8_t *a = si ? (const uint8_t *)si->si_addr : NULL;
+    /* ours only if the kernel raised it for the range being copied (not a sent SIGBUS,
+     * not a fault on the destination) */
+    if (jb && si && si->si_code > 0 && a >= copy_lo && a < copy_hi) {
         copy_jb = NULL;
         siglongjmp(*jb, 1);
     }
@@ -55,11 +60,7 @@ static void install_bus(void)
     if (!bus_ok) log_warn("vpool: no SIGBUS handler (%s): members are read with pread", strerror(errno));
 }
 
-static uint64_t map_budget(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz * VP_MAP_RAM_FACTOR : 0;
-}
+static uint64_t map_budget(void) { return vp_memory_bytes() * VP_MAP_RAM_FACTOR; }
 
 /* A mapping readers may still use becomes anonymous zeros (a racing copy then fails its
  * checksum and goes the slow way); its range stays reserved until teardown. */
@@ -117,14 +118,35 @@ void vp_unmap_member(struct vpool *p, int m)
     mb->map_len = 0;
 }
 
+/* SIGBUS must reach this thread for a copy to be safe: where it is blocked (a thread of
+ * some library, a sanitizer's wrapper) a fault would end the process. Checked once per
+ * thread; after a fault it is unblocked again, as SA_NODEFER is not honoured everywhere
+ * (ThreadSanitizer leaves it blocked). */
+static bool bus_reaches_thread(void)
+{
+    if (!bus_usable) {
+        sigset_t cur;
+        bus_usable = pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && !sigismember(&cur, SIGBUS) ? 1 : -1;
+    }
+    return bus_usable > 0;
+}
+
 /* Copies len bytes at member offset off from the mapping: 0, or -EIO when the member
  * faulted (SIGBUS) in the copy; -ENOENT when there is no mapping to read from. */
 int vp_map_read(struct vp_member *mb, void *buf, size_t len, uint64_t off)
 {
     uint8_t *a = atomic_load_explicit(&mb->map, memory_order_acquire);
-    if (!a || off + len > mb->map_len || off + len < off) return -ENOENT;
+    if (!a || off + len > mb->map_len || off + len < off || !bus_reaches_thread()) return -ENOENT;
     sigjmp_buf jb;
-    if (sigsetjmp(jb, 0)) return -EIO;   /* copy_jb was cleared by the handler */
+    if (sigsetjmp(jb, 0)) {   /* copy_jb was cleared by the handler */
+        sigset_t bus;
+        sigemptyset(&bus);
+        sigaddset(&bus, SIGBUS);
+        pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
+        return -EIO;
+    }
+    copy_lo = a + off;
+    copy_hi = a + off + len;
     copy_jb = &jb;
     atomic_signal_fence(memory_order_seq_cst);
     memcpy(buf, a + off, len);

@@ -228,7 +228,8 @@ int vp_xl_read_run(struct vpool *p, uint64_t s, unsigned count, uint8_t *buf, bo
         uint64_t ph = lc[i] - 1, row = vp_row_of(p, ph, &col);
         int m = vp_col_member(p, row, col);
         if (vp_readable(p, m) &&
-            vp_mread(p, m, buf + (size_t)i * VP_SECTOR, (size_t)(j - i) * VP_SECTOR, vp_moff(p, row, ph % VP_CHUNK_SECT)) == 0)
+            vp_mread_checked(p, m, buf + (size_t)i * VP_SECTOR, (size_t)(j - i) * VP_SECTOR,
+                             vp_moff(p, row, ph % VP_CHUNK_SECT)) == 0)
             for (unsigned k = i; k < j; k++) ok[k] = true;
         i = j;
     }

@@ -22,7 +22,8 @@ IQN=iqn.2026-12.io.nasd:stress
 URL="iscsi://127.0.0.1:$ISCSI_PORT/$IQN/0"
 iscsi-inq "$URL" >/dev/null || fail "baseline iscsi-inq"
 fds() { ls /proc/$NASD_PID/fd | wc -l; }
-rss() { awk '/^VmRSS/ {print int($2/1024)}' /proc/$NASD_PID/status; }
+# the daemon's own memory (RssAnon): the pool's member mappings count in VmRSS as file pages
+rss() { awk '/^RssAnon/ {print int($2/1024)}' /proc/$NASD_PID/status; }
 sleep 1
 fd0=$(fds); rss0=$(rss)
 echo "baseline: $fd0 descriptors, RSS $rss0 MiB"

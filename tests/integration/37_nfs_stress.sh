@@ -18,7 +18,8 @@ expect 201 POST exports/nfs '{"dataset":"tank/share","clients":["127.0.0.0/8"],"
 head -c $((8 << 20)) /dev/urandom > "$T/big"
 nfs-cp "$T/big" "nfs://127.0.0.1/tank/share/big?nfsport=$NFS_PORT&mountport=$MOUNT_PORT" >/dev/null || fail "nfs-cp"
 
-rss() { awk '/^VmRSS:/ {print $2}' /proc/$NASD_PID/status; }
+# the daemon's own memory (RssAnon): the pool's member mappings count in VmRSS as file pages
+rss() { awk '/^RssAnon:/ {print $2}' /proc/$NASD_PID/status; }
 fds() { ls /proc/$NASD_PID/fd | wc -l; }
 sleep 1
 base_rss=$(rss); base_fds=$(fds)

@@ -127,7 +127,7 @@ def checker():
             stats["rest_failures"] += not ok
         try:
             for line in open("/proc/%d/status" % pid):
-                if line.startswith("VmRSS:"):
+                if line.startswith("RssAnon:"):   # not the pool's mapped member pages
                     with lock: stats["max_rss_kb"] = max(stats["max_rss_kb"], int(line.split()[1]))
         except OSError:
             pass
