@@ -80,6 +80,8 @@ struct nfs_server {
     struct nfs_req *qhead, *qtail;
     int qlen;                /* calls in the queue */
     int qidle;               /* workers waiting on qcond */
+    int nspare;              /* spare workers running (nfs_server_stop waits for them) */
+    pthread_cond_t spare_gone;
     int stopping;
     int leading;             /* a worker runs the network loop (net_lead in server.c) */
     int net_failed;          /* epoll failed: nobody leads again */
@@ -146,6 +148,14 @@ void nfs_worker_reply(struct nfs_worker *w, struct nfs_conn *c, uint8_t *buf, si
 void nfs_conn_flush(struct nfs_conn *c);
 
 #define NFS_NET_BUF (256 * 1024)
+#define NFS_DEFAULT_WORKERS 4
+/* Calls waiting on one busy dataset (a slow COMMIT) each hold a worker: with 4, three of
+ * them stopped the whole server, as the network loop needs one more. A leader that hands
+ * the loop over with no worker idle starts a spare (up to this many), which ends after
+ * NFS_SPARE_IDLE_S idle. Always running 16 grew the daemon by 190 MiB more under 37's
+ * hostile load (a malloc arena each). */
+#define NFS_MAX_SPARE_WORKERS 60
+#define NFS_SPARE_IDLE_S 5
 #define NFS_CORK_BYTES (64 * 1024)
 #define NFS_BATCH_MAX 8       /* calls of one connection a worker takes at once */
 struct nfs_worker {
@@ -157,6 +167,7 @@ struct nfs_worker {
     size_t cork_len;
     int corking;             /* in run_batch (server.c) */
     int handed_off;          /* it led, and gave the network loop up inside a call it ran itself */
+    int spare;               /* started by a hand-off with no worker idle: ends when idle */
     int creds_valid;
     uint32_t fsuid, fsgid, ngroups;
     uint32_t groups[RPC_MAX_GIDS + 1];

@@ -33,7 +33,7 @@ struct nfs_server_cfg {
     int nfs_port;         /* 2049 in production; tests use high ports; 0 = ephemeral */
     int mount_port;       /* 20048; 0 = ephemeral */
     int portmap_port;     /* built-in RPCBIND v2 (111 in production); -1 = none */
-    int workers;          /* 0 = default */
+    int workers;          /* 0 = default (NFS_DEFAULT_WORKERS) */
     char state_dir[1024]; /* where the service may keep persistent state (handles) */
     int held;             /* bound but refusing connections until nfs_server_listen (exports first) */
     /* Descriptor caps (0 = the NFS_DEFAULT_* below): connections in all, per client

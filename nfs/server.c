@@ -177,6 +177,28 @@ static int64_t nfs3_proc_of(const struct nfs_req *r)   /* -1: not an NFSv3 call 
     return be32_at(r->rec + 20);
 }
 
+/* The XDR opaque at *off in r (4-byte length, padded body): *off past it; 0 if it ends
+ * beyond the record or is longer than max. */
+static int skip_opaque(const struct nfs_req *r, size_t *off, uint32_t max)
+{
+    if (*off + 4 > r->len) return 0;
+    uint32_t n = be32_at(r->rec + *off);
+    if (n > max) return 0;
+    *off += 4 + ((size_t)n + 3) / 4 * 4;
+    return *off <= r->len;
+}
+
+/* An NFSv3 WRITE whose stable_how is UNSTABLE (no sync of its own); 0 when not sure. */
+static int write_is_unstable(const struct nfs_req *r)
+{
+    size_t off = 24 + 4;   /* call header, then the credential's flavor */
+    if (!skip_opaque(r, &off, 400)) return 0;
+    off += 4;              /* the verifier's flavor */
+    if (!skip_opaque(r, &off, 400) || !skip_opaque(r, &off, 64)) return 0;   /* verifier, file handle */
+    off += 8 + 4;          /* offset, count */
+    return off + 4 <= r->len && be32_at(r->rec + off) == 0;
+}
+
 static int proc_is_quick(int64_t proc)
 {
     return (proc >= 0 && proc <= 1) || (proc >= 3 && proc <= 5) || (proc >= 18 && proc <= 20);
@@ -191,7 +213,7 @@ static int leader_runs(struct nfs_server *s, const struct nfs_req *r)
 {
     int64_t proc = nfs3_proc_of(r);
     if (proc_is_quick(proc)) return 1;
-    if (proc != 6 && proc != 7) return 0;
+    if (proc != 6 && !(proc == 7 && write_is_unstable(r))) return 0;   /* a stable WRITE syncs the disk */
     pthread_mutex_lock(&s->qlock);
     int alone = !s->qhead && s->qidle == s->nworkers - 1;
     pthread_mutex_unlock(&s->qlock);
@@ -228,6 +250,45 @@ static struct nfs_req *queue_take(struct nfs_server *s)
 /* The wait hook while the leader runs a call: the call is about to wait for a lock
  * (a dataset's, held by a REMOVE of a large file, say), so the network loop goes to
  * another worker, or to the first one done, rather than stop every connection meanwhile. */
+static void *worker_main(void *arg);
+
+/* A worker with its buffers; NULL when out of memory. */
+static struct nfs_worker *worker_new(struct nfs_server *s)
+{
+    struct nfs_worker *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->rbuf = malloc(NFS_REPLY_CAP + 4); w->netbuf = malloc(NFS_NET_BUF); w->cork = malloc(NFS_CORK_BYTES);
+    w->srv = s;
+    if (w->rbuf && w->netbuf && w->cork) return w;
+    free(w->rbuf); free(w->netbuf); free(w->cork); free(w);
+    return NULL;
+}
+
+static void worker_free(struct nfs_worker *w)
+{
+    free(w->netbuf);
+    free(w->rbuf);
+    free(w->cork);
+    free(w);
+}
+
+/* A spare worker to lead while every other one waits in a call; 0 if none could start. */
+static int spare_start(struct nfs_server *s)
+{
+    struct nfs_worker *w = worker_new(s);
+    pthread_t t;
+    pthread_attr_t at;
+    int ok = w && pthread_attr_init(&at) == 0;
+    if (ok) {
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        w->spare = 1;
+        ok = pthread_create(&t, &at, worker_main, w) == 0;
+        pthread_attr_destroy(&at);
+    }
+    if (!ok && w) worker_free(w);
+    return ok;
+}
+
 static void leader_hand_off(void *arg)
 {
     struct nfs_worker *w = arg;
@@ -235,9 +296,16 @@ static void leader_hand_off(void *arg)
     pthread_mutex_lock(&s->qlock);
     s->leading = 0;
     w->handed_off = 1;
-    int wake = s->qidle > 0;
+    int wake = s->qidle > 0, spare = !wake && !s->stopping && s->nspare < NFS_MAX_SPARE_WORKERS;
+    if (spare) s->nspare++;
     pthread_mutex_unlock(&s->qlock);
     if (wake) pthread_cond_signal(&s->qcond);
+    else if (spare && !spare_start(s)) {
+        pthread_mutex_lock(&s->qlock);   /* the first worker done leads, as before */
+        s->nspare--;
+        pthread_cond_broadcast(&s->spare_gone);
+        pthread_mutex_unlock(&s->qlock);
+    }
 }
 
 /* Runs r on the leader; 1 if it handed the network loop over meanwhile. */
@@ -284,14 +352,24 @@ static void *worker_main(void *arg)
             continue;
         }
         s->qidle++;
+        if (w->spare) {   /* a spare ends once idle for a while */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += NFS_SPARE_IDLE_S;
+            int rc = pthread_cond_timedwait(&s->qcond, &s->qlock, &until);
+            s->qidle--;
+            if (rc == ETIMEDOUT && !s->qhead) break;
+            continue;
+        }
         pthread_cond_wait(&s->qcond, &s->qlock);
         s->qidle--;
     }
+    if (w->spare) {
+        s->nspare--;
+        pthread_cond_broadcast(&s->spare_gone);
+    }
     pthread_mutex_unlock(&s->qlock);
-    free(w->netbuf);
-    free(w->rbuf);
-    free(w->cork);
-    free(w);
+    worker_free(w);
     return NULL;
 }
 
@@ -598,6 +676,7 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
     pthread_rwlock_init(&s->exports_lock, NULL);
     pthread_mutex_init(&s->qlock, NULL);
     pthread_cond_init(&s->qcond, NULL);
+    pthread_cond_init(&s->spare_gone, NULL);
     pthread_mutex_init(&s->mnt_lock, NULL);
     if (!have_cap_dac_read_search())
         log_err("nfs: missing CAP_DAC_READ_SEARCH: file handles of directory datasets cannot be resolved "
@@ -627,19 +706,14 @@ struct nfs_server *nfs_server_start(const struct nfs_server_cfg *cfg, char *err,
     }
     s->drc = nfs_drc_new(NFS_DRC_DEFAULT_ENTRIES);
     if (!s->drc) { snprintf(err, errlen, "out of memory"); goto fail; }
-    s->nworkers = cfg->workers > 0 ? cfg->workers : 4;
+    s->nworkers = cfg->workers > 0 ? cfg->workers : NFS_DEFAULT_WORKERS;
     s->workers = calloc(s->nworkers, sizeof *s->workers);
     if (!s->workers) { snprintf(err, errlen, "out of memory"); goto fail; }
     for (int i = 0; i < s->nworkers; i++) {
-        struct nfs_worker *w = calloc(1, sizeof *w);
-        if (w) {
-            w->rbuf = malloc(NFS_REPLY_CAP + 4); w->netbuf = malloc(NFS_NET_BUF); w->cork = malloc(NFS_CORK_BYTES);
-            w->srv = s;
-        }
-        if (!w || !w->rbuf || !w->netbuf || !w->cork || pthread_create(&s->workers[i], NULL, worker_main, w)) {
+        struct nfs_worker *w = worker_new(s);
+        if (!w || pthread_create(&s->workers[i], NULL, worker_main, w)) {
             snprintf(err, errlen, "cannot start worker threads");
-            if (w) { free(w->rbuf); free(w->netbuf); free(w->cork); }
-            free(w);
+            if (w) worker_free(w);
             s->nworkers = i;
             goto fail_threads;
         }
@@ -655,6 +729,9 @@ fail_threads:
     pthread_mutex_unlock(&s->qlock);
     if (write(s->stop_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) log_warn("nfs: stop eventfd: %s", strerror(errno));
     for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
+    pthread_mutex_lock(&s->qlock);
+    while (s->nspare) pthread_cond_wait(&s->spare_gone, &s->qlock);
+    pthread_mutex_unlock(&s->qlock);
 fail:
     for (int i = 0; i < 3; i++) if (s->listen_fd[i] >= 0) close(s->listen_fd[i]);
     if (s->epfd >= 0) close(s->epfd);
@@ -676,6 +753,9 @@ void nfs_server_stop(struct nfs_server *s)
     uint64_t one = 1;
     if (write(s->stop_fd, &one, sizeof one) < 0) log_warn("nfs: stop eventfd: %s", strerror(errno));
     for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
+    pthread_mutex_lock(&s->qlock);   /* spares end as they see stopping (one may finish a call first) */
+    while (s->nspare) pthread_cond_wait(&s->spare_gone, &s->qlock);
+    pthread_mutex_unlock(&s->qlock);
     /* Workers drained the queue; drop the network loop's connection refs. */
     while (s->conns) conn_close(s, s->conns);
     nfs_conn_limit_clear(&s->limits);

@@ -314,12 +314,8 @@ int e2_commit_locked(struct e2 *e)
     return 0;
 }
 
-void e2_lock(struct e2 *e)
-{
-    if (pthread_mutex_trylock(&e->mu) == 0) return;
-    nasd_before_wait();   /* held, maybe for a long REMOVE: an NFS leader hands its loop over */
-    pthread_mutex_lock(&e->mu);
-}
+/* held maybe for a slow commit: an NFS leader hands its loop over before it waits */
+void e2_lock(struct e2 *e) { nasd_lock_handing_off(&e->mu); }
 
 void e2_unlock(struct e2 *e)
 {

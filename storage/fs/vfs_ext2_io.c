@@ -358,7 +358,7 @@ ssize_t e2_pwrite(struct nasd_fsroot *f, int fd, const void *buf, size_t len, ui
             pthread_mutex_lock(&e->data_mu);
             if (--e->data_inflight == 0) pthread_cond_broadcast(&e->data_cv);
             pthread_mutex_unlock(&e->data_mu);
-            pthread_mutex_lock(&e->mu);
+            e2_lock(e);
             if (wrc) { rc = wrc; break; }
         }
         if (rc > 0) done += (size_t)rc;

@@ -352,7 +352,7 @@ int vpool_import(const char *const *paths, int n, const struct vpool_opts *o, st
     if ((rc = vp_rebuild_vol_maps(p))) goto fail_p;
     uint32_t stale = 0;
     for (int i = 0; i < p->n; i++) if (atomic_load(&p->m[i].state) == VPOOL_M_RESILVERING) stale |= 1u << i;
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     rc = vp_checkpoint(p);
     pthread_mutex_unlock(&p->commit_lock);
     if (rc) { vp_set_err(err, errlen, "writing checkpoint: %s", strerror(-rc)); goto fail_p; }
@@ -375,7 +375,7 @@ static void close_common(struct vpool *p)
 {
     vp_bg_stop(p);
     vp_flusher_stop(p);
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     if (atomic_load(&p->closed) < 2) {
         atomic_store(&p->closed, 1);
         if (vp_commit(p) == 0 && vp_pool_state(p) != VPOOL_FAULTED) vp_checkpoint(p);
@@ -467,7 +467,7 @@ int vpool_member_offline(struct vpool *p, int idx)
     if (idx < 0 || idx >= p->n) return -EINVAL;
     if (atomic_load(&p->m[idx].state) != VPOOL_M_ONLINE) return -EINVAL;
     if (would_fault(p, idx)) return -EBUSY;
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = vp_commit(p);
     if (!rc) {
         /* the marks start afresh only when every member is in sync: another member away
@@ -491,7 +491,7 @@ int vpool_member_online(struct vpool *p, int idx)
     if (s != VPOOL_M_OFFLINE && s != VPOOL_M_FAULTED) return -EINVAL;
     if (p->m[idx].fd < 0) return -ENXIO;
     vp_bg_stop(p);
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = vp_commit(p);
     atomic_store(&p->m[idx].state, VPOOL_M_RESILVERING);
     if (!rc) rc = vp_checkpoint(p);
@@ -515,7 +515,7 @@ int vpool_member_replace(struct vpool *p, int idx, const char *new_path, uint64_
     int wr = wipe ? wipe(new_path) : 0;
     if (wr) { close(fd); return wr; }
     vp_bg_stop(p);
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = vp_commit(p);
     struct vp_member *m = &p->m[idx];
     atomic_store(&m->state, VPOOL_M_OFFLINE);   /* no I/O to it while the fd changes */
@@ -549,7 +549,7 @@ int vpool_clear(struct vpool *p)
     for (int i = 0; i < p->n; i++)
         if (atomic_load(&p->m[i].state) == VPOOL_M_FAULTED && p->m[i].fd >= 0) mask |= 1u << i;
     if (mask) vp_bg_stop(p);
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = vp_commit(p);
     for (int i = 0; i < p->n; i++) {
         atomic_store(&p->m[i].rd_err, 0);

@@ -68,7 +68,7 @@ int vp_direct_write(struct vpool *p, struct vp_vol *v, const uint8_t *buf, uint6
     }
     if (!sorted) qsort(ws, n, sizeof *ws, vp_cmp_wsect);
 
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = 0;
     /* a sector journaled with its data since the checkpoint is rewritten by replay:
      * it must be journaled with its data again (vpool_journal.c, choose_intents) */

@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include "storage/pool/vpool.h"
+#include "util/wait_hook.h"
 
 #define VP_SECTOR      4096u
 #define VP_CHUNK_SECT  16u
@@ -383,6 +384,10 @@ int  vp_vol_gone_write(struct vpool *p, unsigned vslot, struct vp_snap *const *h
  * vol_gone, so the caller checkpoints before the new volume's page. */
 int  vp_vol_slot(struct vpool *p, bool *ckpt);
 void vp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The commit lock may be held through member syncs: an NFS leader waiting for it hands
+ * its network loop over first (util/wait_hook.h). */
+static inline void vp_commit_lock(struct vpool *p) { nasd_lock_handing_off(&p->commit_lock); }
 
 /* ---- member I/O (vpool_label.c) ---- */
 int  vp_mread(struct vpool *p, int m, void *buf, size_t len, uint64_t off);  /* counts errors, may fault member */

@@ -210,6 +210,7 @@ static int write_batch_ex(struct vpool *p, const struct vp_rec *recs, size_t nre
     for (int m = 0; m < p->n; m++)
         if (jm & (1u << m)) jc[nc++] = (struct jcopy){ .p = p, .fd = p->m[m].fd, .m = m, .iov = wiov, .cnt = wcnt,
                                                        .off = VP_JOURNAL_OFF + p->jpos, .len = len, .dsync = dsync };
+    if (dsync) nasd_before_wait();   /* a device sync: an NFS leader hands its loop over */
     uint64_t t0 = vp_now_ns();
     for (int i = 0; i < nc; i++) jobs[i] = (struct vp_job){ jcopy_write, &jc[i] };
     vp_par_run(p, jobs, nc);
@@ -399,7 +400,7 @@ int vp_commit(struct vpool *p) { return vp_commit_ex(p, true); }
 
 int vp_writeback(struct vpool *p)
 {
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = vp_dirty_over(p, p->dirty_soft) ? vp_commit_ex(p, false) : 0;
     pthread_mutex_unlock(&p->commit_lock);
     return rc;
@@ -532,7 +533,7 @@ out:
 int vp_flush_to(struct vpool *p, uint64_t target)
 {
     if (atomic_load(&p->durable_gen) >= target) return 0;
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = atomic_load(&p->durable_gen) >= target ? 0 : vp_commit(p);
     pthread_mutex_unlock(&p->commit_lock);
     return rc;
@@ -604,7 +605,7 @@ static void *flusher_main(void *arg)
         pthread_mutex_unlock(&p->flush_mu);
         atomic_store(&p->flush_pending, 0);
         if (old) {
-            pthread_mutex_lock(&p->commit_lock);
+            vp_commit_lock(p);
             int rc = vp_commit_ex(p, false);
             pthread_mutex_unlock(&p->commit_lock);
             /* failing (out of space, a member gone bad): retry after 1, 2, 4 .. 64 ticks */

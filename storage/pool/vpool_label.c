@@ -165,6 +165,7 @@ int vp_mwrite(struct vpool *p, int m, const void *buf, size_t len, uint64_t off)
 
 int vp_msync(struct vpool *p, int m)
 {
+    nasd_before_wait();   /* a device sync: an NFS leader hands its loop over */
     if (fdatasync(p->m[m].fd) < 0 || vp_sim_synced(p, m, 0, 0) < 0) {
         atomic_fetch_add(&p->m[m].wr_err, 1);
         vp_member_fault(p, m, "fdatasync failed");
@@ -189,6 +190,7 @@ int vp_sync_members(struct vpool *p)
     int nj = 0, ok = 0;
     for (int i = 0; i < p->n; i++)
         if (vp_writable(p, i)) { sj[nj] = (struct sync_job){ p, i, -EIO }; jobs[nj] = (struct vp_job){ sync_one, &sj[nj] }; nj++; }
+    nasd_before_wait();   /* the syncs may run on other threads: this one waits for them */
     vp_par_run(p, jobs, nj);
     for (int i = 0; i < nj; i++) ok += sj[i].rc == 0;
     return ok ? 0 : -EIO;

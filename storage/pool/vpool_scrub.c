@@ -62,7 +62,7 @@ static void *bg_main(void *arg)
         return NULL;
     }
     if (!rc) {
-        pthread_mutex_lock(&p->commit_lock);
+        vp_commit_lock(p);
         rc = vp_meta_write(p, true, mask);   /* the rebuilt members get every metadata page */
         for (int m = 0; m < p->n && !rc; m++)
             if ((mask & (1u << m)) && atomic_load(&p->m[m].state) == VPOOL_M_RESILVERING)

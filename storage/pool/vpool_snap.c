@@ -310,7 +310,7 @@ out:
 int vp_snap_cow(struct vpool *p, struct vp_vol *v, uint64_t vext, const uint8_t *src, uint64_t off, size_t len,
                 size_t *used)
 {
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = cow_locked(p, v, vext, src, off, len, used);
     pthread_mutex_unlock(&p->commit_lock);
     return rc;
@@ -465,7 +465,7 @@ static int snap_create(struct vpool *p, const char *vol, const char *name, const
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pthread_rwlock_wrlock(&v->snap_lock);   /* no write is between its map lookup and the cache */
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     rc = vp_commit(p);
     uint32_t prev_last = v->last_snap;
     if (!rc) {
@@ -533,7 +533,7 @@ int vpool_snap_destroy(struct vpool *p, const char *vol, const char *snap)
     struct vp_snap *s = rc ? NULL : p->snaps[slot];
     if (!rc && (atomic_load(&s->open_count) || clones_of(p, v->id, s->gen))) rc = -EBUSY;
     if (!rc) {
-        pthread_mutex_lock(&p->commit_lock);
+        vp_commit_lock(p);
         rc = vp_commit(p);
         if (!rc) {
             pthread_rwlock_wrlock(&p->vol_lock);
@@ -657,7 +657,7 @@ int vpool_snap_rollback(struct vpool *p, const char *vol, const char *snap)
     if (!rc && newest_gen(p, v->id) > S) rc = -ENOTEMPTY;
     if (rc) { pthread_mutex_unlock(&p->snap_mu); return rc; }
     pthread_rwlock_wrlock(&v->snap_lock);
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     rc = vp_commit(p);
     /* first free what was written after S, then revive what S holds: a crash in
      * between leaves extents unmapped (a retry finishes), never mapped twice */
@@ -703,7 +703,7 @@ int vpool_snap_clone(struct vpool *p, const char *vol, const char *snap, const c
     if (!vp_name_ok(clone)) return -EINVAL;
     if (atomic_load(&p->closed)) return -ENXIO;
     pthread_mutex_lock(&p->snap_mu);
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     pthread_rwlock_wrlock(&p->vol_lock);
     struct vp_vol *o = vol_find(p, vol), *v = NULL;
     int slot = o ? snap_slot(p, o->id, snap) : -1, vslot = -1;

@@ -257,7 +257,7 @@ static int vb_unmap(nasd_bdev *b, uint64_t off, uint64_t len)
     int rc = 0;
     if (a < e) {
         pthread_rwlock_rdlock(&v->snap_lock);
-        pthread_mutex_lock(&p->commit_lock);   /* no commit may apply older data afterwards */
+        vp_commit_lock(p);   /* no commit may apply older data afterwards */
         for (uint64_t pos = a; pos < e && !rc;) {
             uint64_t vsect = pos / VP_SECTOR, vext = vsect / VP_AU_SECT;
             uint64_t au_end = (vext + 1) * VP_AU_BYTES, stop = e < au_end ? e : au_end;
@@ -428,7 +428,7 @@ int vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flags
     pthread_mutex_init(&v->bdev_lock, NULL);
     vp_snap_lock_init(&v->snap_lock);
     if (!v->map || getrandom(v->uuid, 16, 0) != 16) { vp_vol_free(v); return -ENOMEM; }
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     pthread_rwlock_wrlock(&p->vol_lock);
     int rc = 0, slot = -1;
     bool ckpt = false;
@@ -482,7 +482,7 @@ int vpool_vol_destroy(struct vpool *p, const char *name)
     struct vp_snap **held = calloc(VP_MAX_SNAPS, sizeof *held);
     if (!held) return -ENOMEM;
     pthread_mutex_lock(&p->snap_mu);
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     int rc = vp_commit(p);
     pthread_rwlock_wrlock(&p->vol_lock);
     struct vp_vol *v = vol_find(p, name);
@@ -566,7 +566,7 @@ int vp_vol_shrink(struct vpool *p, struct vp_vol *v, uint64_t size)
 int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
 {
     new_size = (new_size + VP_SECTOR - 1) / VP_SECTOR * VP_SECTOR;
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     pthread_rwlock_wrlock(&p->vol_lock);
     struct vp_vol *v = vol_find(p, name);
     int rc = !v ? -ENOENT : new_size < v->size || new_size > (1ull << 50) ? -EINVAL : 0;

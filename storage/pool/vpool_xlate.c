@@ -375,7 +375,7 @@ void vp_xl_stats(struct vpool *p, struct vp_xl_stats *st)
     struct vp_xl *x = p->xl;
     memset(st, 0, sizeof *st);
     if (!x) return;
-    pthread_mutex_lock(&p->commit_lock);
+    vp_commit_lock(p);
     *st = (struct vp_xl_stats){ x->nseg, x->nfree, x->npending, x->cleaned_segs, x->moved_sect, x->written_sect,
                                 x->pad_sect, x->clean_reread };
     pthread_mutex_unlock(&p->commit_lock);

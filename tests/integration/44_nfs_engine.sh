@@ -89,11 +89,18 @@ echo "-- a call waiting for the dataset's lock does not stop other connections"
 # connection's calls, a NULL included (1.1 s): it now hands the loop over before it waits.
 cc -shared -fPIC -O2 -o "$TMP/slow_sync.so" tests/shims/slow_sync.c -ldl || fail "building the slow-sync shim"
 SLOW_SYNC_FILE="$TMP/slow" SLOW_SYNC_MS=1500 LD_PRELOAD="$TMP/slow_sync.so" start $E --root-mode 0777
-r=$(timeout 60 python3 tests/tools/rpcprobe.py stall 127.0.0.1 "$NP" "$MP" /export "$TMP/slow") || fail "stall: $r"
+# 6 GETATTRs wait at once: with 4 workers, 3 of them already held the rest (each waits on a worker)
+r=$(timeout 60 python3 tests/tools/rpcprobe.py stall 127.0.0.1 "$NP" "$MP" /export "$TMP/slow" 6) || fail "stall: $r"
 echo "$r"
 set -- $r
 awk -v c="$2" 'BEGIN { exit !(c >= 1.0) }' || fail "the COMMIT was not slowed (shim not in effect?): $r"
-awk -v n="$8" 'BEGIN { exit !(n < 0.5) }' || fail "a NULL waited behind a GETATTR blocked on the dataset: $r"
+awk -v n="$8" 'BEGIN { exit !(n < 0.5) }' || fail "a NULL waited behind GETATTRs blocked on the dataset: $r"
+# UNSTABLE WRITEs one at a time run on the reader thread; one waiting for the pool's commit
+# lock or a journal sync held every client (NULLs up to 6 s behind 1.5 s syncs)
+r=$(timeout 60 python3 tests/tools/rpcprobe.py writestall 127.0.0.1 "$NP" "$MP" /export "$TMP/slow" 6) || fail "writestall: $r"
+echo "$r"
+set -- $r
+awk -v n="$4" 'BEGIN { exit !(n < 0.5) }' || fail "a NULL waited behind a WRITE the reader thread ran: $r"
 stop
 
 echo "-- malformed RPC traffic, then the duplicate request cache, on an engine dataset"

@@ -12,9 +12,12 @@ server does with odd input). Subcommands print one result line; exit 0 if it hol
   rpcprobe.py linkrace HOST PORT MPORT PATH N        N rounds of REMOVE of a 1 MiB file raced by a LINK
                                                     of it from another connection; prints the export's
                                                     available bytes and the bytes the file still uses
-  rpcprobe.py stall HOST PORT MPORT PATH TRIGGER     a COMMIT while the file TRIGGER exists (a server run with
+  rpcprobe.py writestall HOST PORT MPORT PATH TRIGGER SECS  UNSTABLE WRITEs one at a time while TRIGGER exists
+                                                    (slow syncs, as for stall) and another client's NULLs;
+                                                    prints the slowest NULL
+  rpcprobe.py stall HOST PORT MPORT PATH TRIGGER [K] a COMMIT while the file TRIGGER exists (a server run with
                                                     tests/shims/slow_sync.c then syncs slowly); meanwhile another
-                                                    connection's GETATTR (it waits for the COMMIT's lock) and a
+                                                    K connections' GETATTRs (they wait for the COMMIT's lock) and a
                                                     third's NULL (it waits for nothing); prints the three latencies
   rpcprobe.py flood HOST PORT MPORT PATH N MB PID   N connections each send MB MiB of GETATTR calls
                                                     without reading replies; prints another client's
@@ -118,10 +121,11 @@ def linkrace(host, port, mport, path, rounds):
     print("avail %d used %d" % (avail, used(fh) or 0))
     return st == 0
 
-def stall(host, port, mport, path, trigger):
+def stall(host, port, mport, path, trigger, k=1):
     root = pad(mount_fh(host, mport, path))
     cred = auth_sys(0, 0)
-    a, b, c = (dial(host, port, timeout=60) for _ in range(3))
+    a, c = dial(host, port, timeout=60), dial(host, port, timeout=60)
+    bs = [dial(host, port, timeout=60) for _ in range(k)]
     st, body = nfs_call(a, 8, root + xdr_string("s") + struct.pack(">IIIIIIIIII", 0, 1, 0o644, 0, 0, 0, 0, 0, 0, 0), cred)
     if st != 0 or body[:8] != struct.pack(">II", 0, 1):
         raise SystemExit("CREATE s failed")
@@ -137,14 +141,49 @@ def stall(host, port, mport, path, trigger):
     ths = [threading.Thread(target=timed, args=(a, "commit", call(5, PROG_NFS, 3, 21, fh + struct.pack(">QI", 0, 0), cred)))]
     ths[0].start()
     time.sleep(0.2)
-    ths.append(threading.Thread(target=timed, args=(b, "getattr", call(6, PROG_NFS, 3, 1, root, cred))))
-    ths[1].start()
+    for i, b in enumerate(bs):   # each waits for the COMMIT's lock, on a worker of its own
+        ths.append(threading.Thread(target=timed, args=(b, "getattr%d" % i, call(6, PROG_NFS, 3, 1, root, cred))))
+        ths[-1].start()
+        time.sleep(0.05)
     time.sleep(0.2)
     timed(c, "null", call(7, PROG_NFS, 3, 0))
     for th in ths:
         th.join()
     os.unlink(trigger)
-    print("commit %.3f s, getattr %.3f s, null %.3f s" % (t["commit"], t["getattr"], t["null"]))
+    print("commit %.3f s, getattr %.3f s, null %.3f s" % (t["commit"], max(t["getattr%d" % i] for i in range(k)), t["null"]))
+    return True
+
+def writestall(host, port, mport, path, trigger, secs):
+    """One client's UNSTABLE 64 KiB WRITEs, one at a time (the server's reader thread may
+    run them itself), while the server's syncs are slow; another client's NULLs."""
+    root = pad(mount_fh(host, mport, path))
+    cred = auth_sys(0, 0)
+    a, c = dial(host, port, timeout=60), dial(host, port, timeout=60)
+    st, body = nfs_call(a, 8, root + xdr_string("w") + struct.pack(">IIIIIIIIII", 0, 1, 0o644, 0, 0, 0, 0, 0, 0, 0), cred)
+    if st != 0 or body[:8] != struct.pack(">II", 0, 1):
+        raise SystemExit("CREATE w failed")
+    fh = pad(body[8:12 + struct.unpack(">I", body[8:12])[0]])
+    open(trigger, "w").close()
+    stop = time.time() + secs
+    blk = xdr_string(b"W" * 65536)
+    def writes():
+        i = 0
+        while time.time() < stop:
+            nfs_call(a, 7, fh + struct.pack(">QII", (i % 512) << 16, 65536, 0) + blk, cred)
+            i += 1
+    th = threading.Thread(target=writes)
+    th.start()
+    worst, n = 0.0, 0
+    while time.time() < stop:
+        t0 = time.time()
+        c.sendall(call(9, PROG_NFS, 3, 0))
+        reply(c)
+        worst = max(worst, time.time() - t0)
+        n += 1
+        time.sleep(0.01)
+    th.join()
+    os.unlink(trigger)
+    print("nulls %d, slowest %.3f s" % (n, worst))
     return True
 
 def nfs_call(sock, proc, args, cred, xid=[50]):
@@ -203,7 +242,9 @@ def main(a):
     if cmd == "linkrace":
         return linkrace(host, port, int(a[3]), a[4], int(a[5]))
     if cmd == "stall":
-        return stall(host, port, int(a[3]), a[4], a[5])
+        return stall(host, port, int(a[3]), a[4], a[5], int(a[6]) if len(a) > 6 else 1)
+    if cmd == "writestall":
+        return writestall(host, port, int(a[3]), a[4], a[5], float(a[6]))
     if cmd == "flood":
         mport, path, n, mb, pid = int(a[3]), a[4], int(a[5]), float(a[6]), int(a[7])
         fh = pad(mount_fh(host, mport, path))
