@@ -39,7 +39,8 @@ pid_t nasd_flock_holder(int fd)
 int nasd_flock_open(const char *path, int open_flags, pid_t *holder)
 {
     if (holder) *holder = 0;
-    int fd = open(path, open_flags | O_CLOEXEC, 0600);   /* lock files and a new DB: private */
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+    int fd = open(path, open_flags | O_CLOEXEC | O_NONBLOCK, 0600);   /* lock files and a new DB: private */
     if (fd < 0) return -errno;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
     int e = errno;

@@ -86,7 +86,7 @@ static int64_t nonzero_at(int fd, uint8_t *buf, uint64_t off, size_t len)
  * allocated extents: any non-zero byte means data a new pool would overwrite. */
 static int64_t probe_data(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
     uint64_t size = dev_size(fd);
     size_t blen = 1u << 20;
@@ -120,7 +120,7 @@ static bool block_held(const char *path)
 {
     struct stat sb;
     if (stat(path, &sb) || !S_ISBLK(sb.st_mode)) return false;
-    int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) close(fd);
     return fd < 0 && errno == EBUSY;
 }
@@ -181,7 +181,7 @@ int member_probe(struct storage *st, const char *path, json_t *found)
 
 int member_wipe(const char *path)
 {
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -errno;
     blkid_probe pr = blkid_new_probe();
     int rc = 0;

@@ -6,6 +6,7 @@
 #include "storage/pool/vpool_impl.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +88,12 @@ int vpool_peek(const char *path, struct vpool_peek *out)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->path, sizeof out->path, "%s", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named as a member would block the caller (a REST request) until
+     * someone writes to it; anything but a file or a block device is refused */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -errno;
+    struct stat sb;
+    if (fstat(fd, &sb) || !(S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode))) { close(fd); return -EINVAL; }
     struct vp_label a, b, *l = NULL;
     int ra = vp_read_label(fd, VP_LABEL_A, &a), rb = vp_read_label(fd, VP_LABEL_B, &b);
     if (!ra && (rb || a.gen >= b.gen)) l = &a;

@@ -227,7 +227,8 @@ int vpool_receive(struct vpool *p, const char *vol, int force, const struct vpoo
                 rc = fail(err, errlen, -EBADMSG, "stream checksum or unit count mismatch");
             break;
         }
-        uint64_t off = r.unit * VP_AU_BYTES;
+        /* the unit first: unit * VP_AU_BYTES wraps for a unit of 2^44 or more */
+        uint64_t off = r.unit < (h.size + VP_AU_BYTES - 1) / VP_AU_BYTES ? r.unit * VP_AU_BYTES : UINT64_MAX;
         if (r.magic != REC_MAGIC || (r.kind != K_DATA && r.kind != K_ZERO) || off >= h.size ||
             r.len != (r.kind == K_ZERO ? 0 : (h.size - off < VP_AU_BYTES ? h.size - off : VP_AU_BYTES))) {
             rc = fail(err, errlen, -EBADMSG, "malformed record after %llu units", (unsigned long long)units);

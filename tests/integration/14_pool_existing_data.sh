@@ -86,6 +86,15 @@ api POST pools/pm/replace "{\"member\":1,\"path\":\"$TMP/ext4b.img\"}" >/dev/nul
 expect 200 POST pools/pm/replace "{\"member\":1,\"path\":\"$TMP/ext4b.img\",\"force\":true}"
 echo "replace onto an ext4 image refused, forced works"
 expect 400 POST pools "{\"name\":\"p5\",\"members\":[\"$TMP/fresh.img\"],\"force\":\"yes\"}"
+# a FIFO as a member: opening it for reading waited for a writer, and held the REST server
+mkfifo "$TMP/fifo"
+for req in "pools {\"name\":\"pf\",\"layout\":\"stripe\",\"members\":[\"$TMP/fifo\"]}" \
+           "pools/pf/import {\"members\":[\"$TMP/fifo\"]}"; do
+    out=$(timeout 20 curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' --data "${req#* }" "$API/${req%% *}")
+    case ${out##*$'\n'} in 4??) ;; *) fail "POST ${req%% *} with a FIFO member: '${out##*$'\n'}' ${out%$'\n'*}";; esac
+done
+expect 200 GET system
+echo "a FIFO as a member refused at once"
 
 # force erases only once nothing else refuses: a refused request leaves the disk as it was
 truncate -s 128M "$TMP/held.img" && mkfs.ext4 -q -F "$TMP/held.img" || fail "mkfs.ext4"
