@@ -258,6 +258,25 @@ int storage_pool_import(struct storage *st, const char *name, const char *const 
     return storage_pool_import_force(st, name, paths, n, 0, layout, err, errlen);
 }
 
+/* The open pool whose UUID a member's label carries (a copy of its disks), else NULL. */
+static struct pool *open_pool_of_members(struct storage *st, const char *const *paths, int n)
+{
+    struct pool *hit = NULL;
+    for (int i = 0; i < n && !hit; i++) {
+        struct vpool_peek pk;
+        if (vpool_peek(paths[i], &pk) || !pk.has_label) continue;
+        pthread_mutex_lock(&st->lock);
+        for (struct pool *p = st->pools; p && !hit; p = p->next) {
+            struct vpool_status s;
+            if (!p->vp) continue;
+            vpool_get_status(p->vp, &s);
+            if (!memcmp(s.uuid, pk.uuid, sizeof s.uuid)) hit = p;
+        }
+        pthread_mutex_unlock(&st->lock);
+    }
+    return hit;
+}
+
 int storage_pool_import_force(struct storage *st, const char *name, const char *const *paths, int n, int force,
                               const char **layout, char *err, size_t errlen)
 {
@@ -269,6 +288,14 @@ int storage_pool_import_force(struct storage *st, const char *name, const char *
     /* another host's heartbeat first: what tells the user the pool is live elsewhere */
     int rc = force ? 0 : members_check_owner(paths, n, err, errlen);
     if (rc) return rc;
+    /* a copy of an open pool's disks (dd, a snapshot of the VM disk) carries its volume
+     * identities: exported beside it, a multipath initiator would take the two as one */
+    struct pool *twin = open_pool_of_members(st, paths, n);
+    if (twin) {
+        snprintf(err, errlen, "these disks carry the identity of pool %s, which is open here: a copy of it cannot be "
+                 "imported beside it", twin->name);
+        return -EEXIST;
+    }
     rc = members_lock(paths, NULL, n, 1, fds, err, errlen);
     if (!rc) rc = vpool_import(paths, n, &o, &vp, err, errlen);
     if (rc) { members_unlock(fds, n); return rc; }

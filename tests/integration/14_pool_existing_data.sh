@@ -95,6 +95,12 @@ for req in "pools {\"name\":\"pf\",\"layout\":\"stripe\",\"members\":[\"$TMP/fif
 done
 expect 200 GET system
 echo "a FIFO as a member refused at once"
+# a copy of an open pool's disks carries its volume identities (iSCSI serials): refused
+cp --sparse=always "$TMP/r0" "$TMP/r0copy" && cp --sparse=always "$TMP/ext4b.img" "$TMP/r1copy" || fail "copying pm"
+api POST pools/pmcopy/import "{\"members\":[\"$TMP/r0copy\",\"$TMP/r1copy\"]}" >/dev/null
+case $STATUS in 4??) echo "$BODY" | grep -q "open here" ;; *) false ;; esac || fail "import of a copy of open pool pm: $STATUS $BODY"
+rm -f "$TMP/r0copy" "$TMP/r1copy"
+echo "a copy of an open pool's disks is not imported beside it"
 
 # force erases only once nothing else refuses: a refused request leaves the disk as it was
 truncate -s 128M "$TMP/held.img" && mkfs.ext4 -q -F "$TMP/held.img" || fail "mkfs.ext4"
