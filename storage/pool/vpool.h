@@ -110,6 +110,7 @@ int  vpool_vol_create(struct vpool *p, const char *name, uint64_t size, int flag
 nasd_bdev *vpool_vol_open(struct vpool *p, const char *name, uint32_t block_size, int *err);
 int  vpool_vol_destroy(struct vpool *p, const char *name);   /* -EBUSY while a bdev is open */
 int  vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size); /* grow only */
+int  vpool_vol_rename(struct vpool *p, const char *from, const char *to);   /* -EEXIST if to is taken */
 /* Returns the number of volumes written (at most max). sizes may be NULL. */
 /* VPOOL_VOL_* flags the volume was created with, or -ENOENT. */
 int  vpool_vol_flags(struct vpool *p, const char *name);

@@ -181,16 +181,23 @@ int vpool_receive(struct vpool *p, const char *vol, int force, const struct vpoo
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, &h, sizeof h);
     bool created = false, rolled = false;
-    char from_name[64] = "";
+    char from_name[64] = "", tmp[64] = "";
+    const char *target = vol;   /* where the units go */
     int flags = vpool_vol_flags(p, vol);
     if (!h.from[0]) {   /* full stream: a new volume */
         if (flags >= 0) {
+            /* a forced replace goes to a volume of its own and takes the name only once the
+             * whole stream checked out: a stream cut short leaves the old copy as it was */
             int ns = vpool_snap_list(p, vol, NULL, 0);
             if (!force) rc = fail(err, errlen, -EEXIST, "volume %s exists (force replaces it if it has no snapshots)", vol);
             else if (ns > 0) rc = fail(err, errlen, -EEXIST, "volume %s has snapshots; not replacing it", vol);
-            else if ((rc = vpool_vol_destroy(p, vol))) fail(err, errlen, rc, "cannot replace %s: %s", vol, strerror(-rc));
+            else if (snprintf(tmp, sizeof tmp, "recv:%s", vol) >= (int)sizeof tmp)
+                rc = fail(err, errlen, -ENAMETOOLONG, "volume name %s is too long to be replaced", vol);
+            else if (vpool_vol_flags(p, tmp) >= 0 && (rc = vpool_vol_destroy(p, tmp)))   /* an earlier try's */
+                fail(err, errlen, rc, "cannot remove %s: %s", tmp, strerror(-rc));
+            else target = tmp;
         }
-        if (!rc && (rc = vpool_vol_create(p, vol, h.size, (int)h.flags)))
+        if (!rc && (rc = vpool_vol_create(p, target, h.size, (int)h.flags)))
             fail(err, errlen, rc, "cannot create %s: %s", vol, strerror(-rc));
         created = !rc;
     } else {            /* incremental: on top of the from snapshot, which must be the newest here */
@@ -211,7 +218,7 @@ int vpool_receive(struct vpool *p, const char *vol, int force, const struct vpoo
         }
     }
     int e = 0;
-    nasd_bdev *b = rc ? NULL : vpool_vol_open(p, vol, 4096, &e);
+    nasd_bdev *b = rc ? NULL : vpool_vol_open(p, target, 4096, &e);
     if (!rc && !b) rc = fail(err, errlen, e, "open %s: %s", vol, strerror(-e));
     uint64_t units = 0;
     while (!rc) {
@@ -255,9 +262,16 @@ int vpool_receive(struct vpool *p, const char *vol, int force, const struct vpoo
     }
     if (!rc) rc = nasd_bdev_flush(b);
     if (b) nasd_bdev_put(b);
-    if (!rc && (rc = vp_snap_create_uuid(p, vol, h.snap, h.snap_uuid, h.ctime)))
+    if (!rc && (rc = vp_snap_create_uuid(p, target, h.snap, h.snap_uuid, h.ctime)))
         fail(err, errlen, rc, "creating snapshot %s: %s", h.snap, strerror(-rc));
-    if (rc && created) vpool_vol_destroy(p, vol);                       /* nothing left behind */
+    if (!rc && target == tmp) {   /* the copy is whole: the old one goes, the new one takes its name */
+        if ((rc = vpool_vol_destroy(p, vol))) fail(err, errlen, rc, "cannot replace %s: %s", vol, strerror(-rc));
+        else if ((rc = vpool_vol_rename(p, tmp, vol))) {
+            fail(err, errlen, rc, "the received copy stays as %s: %s", tmp, strerror(-rc));
+            created = false;   /* the only copy left */
+        }
+    }
+    if (rc && created) vpool_vol_destroy(p, target);                    /* nothing left behind */
     else if (rc && rolled) vpool_snap_rollback(p, vol, from_name);   /* back to the old copy */
     if (!rc && snap_out) snprintf(snap_out, 64, "%s", h.snap);
     if (!rc) log_info("vpool %s: received %s@%s (%llu units%s%s)", p->name, vol, h.snap, (unsigned long long)units,

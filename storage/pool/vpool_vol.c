@@ -597,6 +597,20 @@ int vpool_vol_resize(struct vpool *p, const char *name, uint64_t new_size)
     return rc;
 }
 
+int vpool_vol_rename(struct vpool *p, const char *from, const char *to)
+{
+    if (!vp_name_ok(to)) return -EINVAL;
+    vp_commit_lock(p);   /* table pages are written under it: none sees a half-copied name */
+    pthread_rwlock_wrlock(&p->vol_lock);
+    struct vp_vol *v = vol_find(p, from);
+    int rc = !v ? -ENOENT : vol_find(p, to) ? -EEXIST : 0;
+    if (!rc) snprintf(v->name, sizeof v->name, "%s", to);
+    pthread_rwlock_unlock(&p->vol_lock);
+    if (!rc) rc = vp_voltab_write(p, v->id - 1);
+    pthread_mutex_unlock(&p->commit_lock);
+    return rc;
+}
+
 int vpool_vol_list(struct vpool *p, char names[][64], uint64_t *sizes, int max)
 {
     int n = 0;

@@ -116,6 +116,26 @@ post_stream "$T/full" big
 [ "$STATUS" = 507 ] && grep -q "fit here" <<<"$BODY" || fail "stream beyond the free space -> $STATUS: $BODY"
 expect 404 GET volumes/dst/big
 expect 204 DELETE volumes/dst/fill
+# a forced full receive over a volume without snapshots: a cut stream leaves the old data
+# (the volume was destroyed before the stream was read, and its row pointed at nothing)
+expect 201 POST volumes '{"pool":"dst","name":"keep","size":"24M"}'
+expect 201 POST exports/iscsi '{"name":"keep","volume":"dst/keep"}'
+KEEP="iscsi://127.0.0.1:$ISCSI_PORT/$IQN:keep/0"
+$PAT write "$KEEP" 2 3 >/dev/null || fail "write keep"
+expect 204 DELETE exports/iscsi/keep
+post_stream "$T/cut" keep "?force=1"
+[ "$STATUS" = 400 ] || fail "cut stream with force -> $STATUS: $BODY"
+expect 201 POST exports/iscsi '{"name":"keep","volume":"dst/keep"}'
+$PAT verify "$KEEP" 2 3 >/dev/null || fail "a cut forced receive changed the volume it was to replace"
+expect 204 DELETE exports/iscsi/keep
+post_stream "$T/full" keep "?force=1"
+[ "$STATUS" = 201 ] || fail "forced full receive -> $STATUS: $BODY"
+expect 201 POST exports/iscsi '{"name":"keep","volume":"dst/keep"}'
+$PAT verify "$KEEP" 1 12 >/dev/null || fail "the forced receive did not replace the data"
+expect 204 DELETE exports/iscsi/keep
+expect 200 GET volumes
+[ "$(jget "$BODY" '[.[] | select(.name | startswith("recv:"))] | length')" = 0 ] || fail "a receive's volume is listed: $BODY"
+expect 204 DELETE 'volumes/dst/keep?force=true'   # its space: the receives below need it
 out=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/octet-stream' --data-binary @"$T/full" \
       "$API/datasets/dst/dsr/receive")
 [ "${out##*$'\n'}" = 400 ] && grep -q "cannot be received as a dataset" <<<"$out" || fail "volume stream to a dataset -> $out"
