@@ -41,14 +41,22 @@ static struct vpool *reopen(struct tdir *t, int n, const struct vpool_opts *o)
 /* A small cache, so that reads go to the members. */
 static const struct vpool_opts small = { .cache_bytes = 4ull << 20, .dirty_bytes = 2ull << 20 };
 
+/* A pool of 4 holding pattern 3 in its first 16 MiB, reopened (nothing cached), member 2
+ * then cut to nothing under it: the disk "returns only zeros" no more, it ends. */
+static struct vpool *reopened_with_member_cut(struct tdir *t)
+{
+    tdir_make(t, 4);
+    struct vpool *p = make(t, 4, 16ull << 20, 3, &small);
+    vpool_close(p);
+    p = reopen(t, 4, &small);
+    ck_assert_int_eq(truncate(t->member[2], 0), 0);
+    return p;
+}
+
 START_TEST(t_truncated_member_faults)
 {
     struct tdir t;
-    tdir_make(&t, 4);
-    struct vpool *p = make(&t, 4, 16ull << 20, 3, &small);
-    vpool_close(p);
-    p = reopen(&t, 4, &small);
-    ck_assert_int_eq(truncate(t.member[2], 0), 0);   /* the disk "returns only zeros" no more: it ends */
+    struct vpool *p = reopened_with_member_cut(&t);
     nasd_bdev *b = open_vol(p, "v", 4096);
     check_pattern(b, 0, 16ull << 20, 3);              /* rebuilt from parity */
     struct vpool_status st;
@@ -258,12 +266,8 @@ static void *read_with_sigbus_blocked(void *arg)
 START_TEST(t_sigbus_blocked_thread_reads_safely)
 {
     struct tdir t;
-    tdir_make(&t, 4);
-    struct vpool *p = make(&t, 4, 16ull << 20, 3, &small);
-    vpool_close(p);
-    p = reopen(&t, 4, &small);
+    struct vpool *p = reopened_with_member_cut(&t);
     nasd_bdev *b = open_vol(p, "v", 4096);
-    ck_assert_int_eq(truncate(t.member[2], 0), 0);
     struct blocked_read br = { b };
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, read_with_sigbus_blocked, &br), 0);
