@@ -191,7 +191,8 @@ int vpool_receive(struct vpool *p, const char *vol, int force, const struct vpoo
             int ns = vpool_snap_list(p, vol, NULL, 0);
             if (!force) rc = fail(err, errlen, -EEXIST, "volume %s exists (force replaces it if it has no snapshots)", vol);
             else if (ns > 0) rc = fail(err, errlen, -EEXIST, "volume %s has snapshots; not replacing it", vol);
-            else if (snprintf(tmp, sizeof tmp, "recv:%s", vol) >= (int)sizeof tmp)
+            /* a leading '-' no REST name has: the leftover removed below is never a user's */
+            else if (snprintf(tmp, sizeof tmp, "-recv-%s", vol) >= (int)sizeof tmp)
                 rc = fail(err, errlen, -ENAMETOOLONG, "volume name %s is too long to be replaced", vol);
             else if (vpool_vol_flags(p, tmp) >= 0 && (rc = vpool_vol_destroy(p, tmp)))   /* an earlier try's */
                 fail(err, errlen, rc, "cannot remove %s: %s", tmp, strerror(-rc));

@@ -134,7 +134,16 @@ expect 201 POST exports/iscsi '{"name":"keep","volume":"dst/keep"}'
 $PAT verify "$KEEP" 1 12 >/dev/null || fail "the forced receive did not replace the data"
 expect 204 DELETE exports/iscsi/keep
 expect 200 GET volumes
-[ "$(jget "$BODY" '[.[] | select(.name | startswith("recv:"))] | length')" = 0 ] || fail "a receive's volume is listed: $BODY"
+[ "$(jget "$BODY" '[.[] | select(.name | startswith("-recv-"))] | length')" = 0 ] || fail "a receive's volume is listed: $BODY"
+expect 204 DELETE 'volumes/dst/keep?force=true'
+# a user's volume named like a temporary one (recv:<name> at first) is not taken for a leftover
+expect 201 POST volumes '{"pool":"dst","name":"keep","size":"24M"}'
+expect 201 POST volumes '{"pool":"dst","name":"recv:keep","size":"4M"}'
+post_stream "$T/full" keep "?force=1"
+[ "$STATUS" = 201 ] || fail "forced full receive beside recv:keep -> $STATUS: $BODY"
+expect 201 POST exports/iscsi '{"name":"rk","volume":"dst/recv:keep"}'   # still there to serve
+expect 204 DELETE exports/iscsi/rk
+expect 204 DELETE 'volumes/dst/recv:keep?force=true'
 expect 204 DELETE 'volumes/dst/keep?force=true'   # its space: the receives below need it
 out=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/octet-stream' --data-binary @"$T/full" \
       "$API/datasets/dst/dsr/receive")
