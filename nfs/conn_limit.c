@@ -11,8 +11,6 @@ struct nfs_addr_count {
     unsigned n;
 };
 
-static void addr_key(const struct sockaddr_storage *ss, uint8_t out[16]) { nasd_peer_key(ss, out); }
-
 static unsigned bucket(const uint8_t a[16])
 {
     uint32_t h = 2166136261u;
@@ -31,7 +29,7 @@ int nfs_conn_limit_take(struct nfs_conn_limits *l, const struct sockaddr_storage
                         unsigned max_total, unsigned max_per_addr)
 {
     uint8_t a[16];
-    addr_key(peer, a);
+    nasd_peer_key(peer, a);
     if (l->total >= max_total) return -1;
     struct nfs_addr_count **pp = find(l, a);
     if (*pp && (*pp)->n >= max_per_addr) return -1;
@@ -48,7 +46,7 @@ int nfs_conn_limit_take(struct nfs_conn_limits *l, const struct sockaddr_storage
 void nfs_conn_limit_release(struct nfs_conn_limits *l, const struct sockaddr_storage *peer)
 {
     uint8_t a[16];
-    addr_key(peer, a);
+    nasd_peer_key(peer, a);
     struct nfs_addr_count **pp = find(l, a);
     if (!*pp) return;
     l->total--;
@@ -62,7 +60,7 @@ void nfs_conn_limit_release(struct nfs_conn_limits *l, const struct sockaddr_sto
 unsigned nfs_conn_limit_of(const struct nfs_conn_limits *l, const struct sockaddr_storage *peer)
 {
     uint8_t a[16];
-    addr_key(peer, a);
+    nasd_peer_key(peer, a);
     struct nfs_addr_count **pp = find((struct nfs_conn_limits *)l, a);
     return *pp ? (*pp)->n : 0;
 }
