@@ -247,9 +247,6 @@ static struct nfs_req *queue_take(struct nfs_server *s)
     return r;
 }
 
-/* The wait hook while the leader runs a call: the call is about to wait for a lock
- * (a dataset's, held by a REMOVE of a large file, say), so the network loop goes to
- * another worker, or to the first one done, rather than stop every connection meanwhile. */
 static void *worker_main(void *arg);
 
 /* A worker with its buffers; NULL when out of memory. */
@@ -289,6 +286,9 @@ static int spare_start(struct nfs_server *s)
     return ok;
 }
 
+/* The wait hook while the leader runs a call: the call is about to wait for a lock or a
+ * sync (a dataset's lock held through a slow COMMIT, say), so the network loop goes to an
+ * idle worker, or a spare when none is idle, rather than stop every connection meanwhile. */
 static void leader_hand_off(void *arg)
 {
     struct nfs_worker *w = arg;
